@@ -1,0 +1,189 @@
+package expr
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Limits bound the cost of one expression. Expressions are evaluated in the
+// engine's hot path and may come from untrusted workflow authors, so both
+// the program size and the memory one evaluation may allocate are capped.
+const (
+	// MaxNodes caps the number of AST nodes of one expression.
+	MaxNodes = 2000
+	// MemoryBudget caps the allocations of one evaluation (expr-lang units).
+	MemoryBudget = 1_000_000
+)
+
+// EvalError is an expression that failed to compile or evaluate.
+type EvalError struct {
+	// Expr is the expression source.
+	Expr string
+	Err  error
+}
+
+func (e *EvalError) Error() string {
+	return fmt.Sprintf("expression %q: %v", strings.TrimSpace(e.Expr), e.Err)
+}
+
+func (e *EvalError) Unwrap() error { return e.Err }
+
+var programs sync.Map // source -> *vm.Program
+
+func compile(src string) (*vm.Program, error) {
+	if p, ok := programs.Load(src); ok {
+		return p.(*vm.Program), nil
+	}
+	p, err := expr.Compile(src, expr.MaxNodes(MaxNodes))
+	if err != nil {
+		return nil, err
+	}
+	programs.Store(src, p)
+	return p, nil
+}
+
+// Eval evaluates one expression against env.
+func Eval(src string, env map[string]any) (any, error) {
+	p, err := compile(src)
+	if err != nil {
+		return nil, &EvalError{Expr: src, Err: err}
+	}
+	m := vm.VM{MemoryBudget: MemoryBudget}
+	v, err := m.Run(p, env)
+	if err != nil {
+		return nil, &EvalError{Expr: src, Err: err}
+	}
+	return v, nil
+}
+
+// Render evaluates a template. A template that is exactly one expression
+// yields its typed value; otherwise the result is the text with every
+// expression replaced by its rendering (see Text).
+func Render(tmpl string, env map[string]any) (any, error) {
+	if !strings.Contains(tmpl, openDelim) {
+		return tmpl, nil
+	}
+	segs, err := Scan(tmpl)
+	if err != nil {
+		return nil, &EvalError{Expr: tmpl, Err: err}
+	}
+	if one, ok := Single(segs); ok {
+		return Eval(one.Text, env)
+	}
+	var b strings.Builder
+	for _, sg := range segs {
+		if !sg.Expr {
+			b.WriteString(sg.Text)
+			continue
+		}
+		v, err := Eval(sg.Text, env)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(Text(v))
+	}
+	return b.String(), nil
+}
+
+// RenderValue renders every string inside a JSON-like value (maps, slices,
+// scalars), returning a new value; v is not modified.
+func RenderValue(v any, env map[string]any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return Render(x, env)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := RenderValue(e, env)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := RenderValue(e, env)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	default:
+		return v, nil
+	}
+}
+
+// Text renders a value for interpolation into a string: strings as they
+// are, nil as the empty string, numbers and booleans in their usual form,
+// and anything else as compact JSON.
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case fmt.Stringer:
+		return x.String()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// Truthy reports whether a condition value counts as true: false, nil, 0,
+// "" and "false" are false; everything else is true.
+func Truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != "" && x != "false"
+	case int:
+		return x != 0
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	}
+	return true
+}
+
+// Condition returns the expression source of a condition field such as
+// `if`. A condition may be written bare (`inputs.n > 1`) or wrapped in
+// exactly one ${{ }}; the byte offset of the expression within s is
+// returned with it.
+func Condition(s string) (src string, offset int, err error) {
+	if !strings.Contains(s, openDelim) {
+		return s, 0, nil
+	}
+	segs, err := Scan(s)
+	if err != nil {
+		return "", 0, err
+	}
+	one, ok := Single(segs)
+	if !ok {
+		return "", 0, &ScanError{Message: "a condition must be one expression: write it bare or as a single ${{ … }}"}
+	}
+	return one.Text, one.Offset, nil
+}

@@ -1,0 +1,319 @@
+package workflow
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+//go:embed schema.json
+var schemaJSON []byte
+
+// Schema returns the JSON Schema of the workflow language (draft 2020-12).
+// It is the one source of the language's structure.
+func Schema() []byte {
+	out := make([]byte, len(schemaJSON))
+	copy(out, schemaJSON)
+	return out
+}
+
+const schemaURL = "https://stepwise.dev/schema/workflow-v1.json"
+
+var (
+	schemaOnce sync.Once
+	compiled   *jsonschema.Schema
+	schemaDoc  map[string]any
+	printer    = message.NewPrinter(language.English)
+)
+
+func loadSchema() {
+	schemaOnce.Do(func() {
+		if err := json.Unmarshal(schemaJSON, &schemaDoc); err != nil {
+			panic(fmt.Sprintf("workflow schema is not JSON: %v", err))
+		}
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(schemaJSON)))
+		if err != nil {
+			panic(fmt.Sprintf("workflow schema: %v", err))
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource(schemaURL, doc); err != nil {
+			panic(fmt.Sprintf("workflow schema: %v", err))
+		}
+		compiled = c.MustCompile(schemaURL)
+	})
+}
+
+// schemaCheck validates a document against the language schema. It returns
+// the violations and the pointers of values whose type is wrong (the
+// decoder must not see those).
+func schemaCheck(src *Source) (vs []Violation, prune []string) {
+	loadSchema()
+	err := compiled.Validate(src.Value)
+	if err == nil {
+		return nil, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: err.Error()}}, nil
+	}
+	t := translator{src: src}
+	t.walk(ve)
+	return t.out, t.prune
+}
+
+type translator struct {
+	src   *Source
+	out   []Violation
+	prune []string
+}
+
+func (t *translator) walk(e *jsonschema.ValidationError) {
+	ptr := Pointer(e.InstanceLocation...)
+	switch k := e.ErrorKind.(type) {
+	case *kind.Group, *kind.Schema, *kind.Reference, *kind.AllOf:
+		for _, c := range e.Causes {
+			t.walk(c)
+		}
+	case *kind.OneOf, *kind.AnyOf:
+		if strings.HasSuffix(e.SchemaURL, "/$defs/step") {
+			// "Exactly one kind" is reported by the semantic check, which
+			// can name the kinds it found.
+			return
+		}
+		if _, ok := k.(*kind.OneOf); ok && len(k.(*kind.OneOf).Subschemas) > 1 {
+			t.add(ptr, t.src.ValuePos(ptr), RuleType, "the value matches more than one allowed form", "", "")
+			return
+		}
+		t.union(e, ptr)
+	case *kind.AdditionalProperties:
+		allowed := t.allowed(e.SchemaURL)
+		for _, p := range k.Properties {
+			t.unknown(ptr+"/"+escapePointer(p), p, allowed, e.SchemaURL)
+		}
+	case *kind.FalseSchema:
+		// unevaluatedProperties: false reports each extra property itself.
+		parent := strings.TrimSuffix(e.SchemaURL, "/unevaluatedProperties")
+		name := ""
+		if n := len(e.InstanceLocation); n > 0 {
+			name = e.InstanceLocation[n-1]
+		}
+		t.unknown(ptr, name, t.allowed(parent), parent)
+	case *kind.Required:
+		for _, m := range k.Missing {
+			t.add(ptr, t.src.ValuePos(ptr), RuleRequired, fmt.Sprintf("missing required field %q in %s", m, t.where(e.SchemaURL, ptr)), "", "")
+		}
+	case *kind.Type:
+		t.prune = append(t.prune, ptr)
+		t.add(ptr, t.src.ValuePos(ptr), RuleType, fmt.Sprintf("%s must be %s, not %s", t.subject(ptr), article(k.Want), k.Got), strings.Join(k.Want, " or "), k.Got)
+	case *kind.Enum:
+		var want []string
+		for _, w := range k.Want {
+			want = append(want, fmt.Sprint(w))
+		}
+		hint := ""
+		if s, ok := k.Got.(string); ok {
+			hint = didYouMean(s, want)
+		}
+		v := Violation{Path: ptr, Pos: t.src.ValuePos(ptr), Rule: RuleEnum,
+			Message:  fmt.Sprintf("%s must be one of %s", t.subject(ptr), strings.Join(want, ", ")),
+			Expected: strings.Join(want, "|"), Actual: fmt.Sprint(k.Got), Hint: hint}
+		t.out = append(t.out, v)
+	case *kind.Const:
+		t.add(ptr, t.src.ValuePos(ptr), RuleEnum, fmt.Sprintf("%s must be %v", t.subject(ptr), k.Want), fmt.Sprint(k.Want), fmt.Sprint(k.Got))
+	case *kind.Pattern:
+		rule := RuleFormat
+		if ptr == "/name" || strings.HasSuffix(e.SchemaURL, "/$defs/workflowName") {
+			rule = RuleName
+		}
+		desc, _ := t.node(e.SchemaURL)["description"].(string)
+		msg := fmt.Sprintf("%s %q is not valid", t.subject(ptr), k.Got)
+		if desc != "" {
+			msg += ": use " + desc
+		}
+		t.add(ptr, t.src.ValuePos(ptr), rule, msg, k.Want, k.Got)
+	default:
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s: %s", t.subject(ptr), e.ErrorKind.LocalizedString(printer)), "", "")
+	}
+}
+
+// union reports a failed oneOf/anyOf. When the value's type fits none of the
+// branches, one type violation names them all; otherwise the errors of the
+// branches whose type did fit are reported.
+func (t *translator) union(e *jsonschema.ValidationError, ptr string) {
+	var wants []string
+	got := ""
+	var fitting []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		if tk, ok := typeMismatch(c, e.InstanceLocation); ok {
+			wants = append(wants, tk.Want...)
+			got = tk.Got
+			continue
+		}
+		fitting = append(fitting, c)
+	}
+	if len(fitting) == 0 {
+		t.prune = append(t.prune, ptr)
+		t.add(ptr, t.src.ValuePos(ptr), RuleType, fmt.Sprintf("%s must be %s, not %s", t.subject(ptr), article(wants), got), strings.Join(wants, " or "), got)
+		return
+	}
+	for _, c := range fitting {
+		t.walk(c)
+	}
+}
+
+// typeMismatch reports whether a branch failed only because the value at
+// loc has the wrong type.
+func typeMismatch(e *jsonschema.ValidationError, loc []string) (*kind.Type, bool) {
+	if tk, ok := e.ErrorKind.(*kind.Type); ok && len(e.InstanceLocation) == len(loc) {
+		return tk, true
+	}
+	switch e.ErrorKind.(type) {
+	case *kind.Group, *kind.Schema, *kind.Reference:
+		if len(e.Causes) == 1 {
+			return typeMismatch(e.Causes[0], loc)
+		}
+	}
+	return nil, false
+}
+
+func (t *translator) unknown(ptr, name string, allowed []string, schemaURL string) {
+	t.out = append(t.out, Violation{
+		Path:    ptr,
+		Pos:     t.src.KeyPos(ptr),
+		Rule:    RuleUnknownField,
+		Message: fmt.Sprintf("unknown field %q in %s", name, t.where(schemaURL, parentPointer(ptr))),
+		Hint:    didYouMean(name, allowed),
+	})
+}
+
+func (t *translator) add(ptr string, pos Pos, rule, msg, expected, actual string) {
+	t.out = append(t.out, Violation{Path: ptr, Pos: pos, Rule: rule, Message: msg, Expected: expected, Actual: actual})
+}
+
+// node returns the schema object a schema URL points at.
+func (t *translator) node(url string) map[string]any {
+	_, frag, _ := strings.Cut(url, "#")
+	var cur any = schemaDoc
+	for _, part := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+		if part == "" {
+			continue
+		}
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")]
+	}
+	m, _ := cur.(map[string]any)
+	return m
+}
+
+// allowed lists the property names a schema object (and what it $refs)
+// accepts, for "did you mean" hints.
+func (t *translator) allowed(url string) []string {
+	var names []string
+	for n, depth := t.node(url), 0; n != nil && depth < 8; depth++ {
+		if props, ok := n["properties"].(map[string]any); ok {
+			for k := range props {
+				names = append(names, k)
+			}
+		}
+		ref, _ := n["$ref"].(string)
+		if ref == "" {
+			break
+		}
+		n = t.node(ref)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// where names the object a violation is in, for messages: "step \"x\"",
+// "input \"region\"", "the workflow".
+func (t *translator) where(schemaURL, ptr string) string {
+	def := schemaURL[strings.LastIndex(schemaURL, "/")+1:]
+	if ptr == "" {
+		return "the workflow"
+	}
+	if def == "step" || def == "hook" || def == "field" || def == "input" {
+		if id := t.idAt(ptr); id != "" {
+			return fmt.Sprintf("%s %q", def, id)
+		}
+	}
+	if strings.Contains(schemaURL, "#/$defs/") && !strings.Contains(def, "#") {
+		return def
+	}
+	return "the workflow"
+}
+
+// idAt returns the id (or name) of the object at ptr.
+func (t *translator) idAt(ptr string) string {
+	v := lookup(t.src.Value, ptr)
+	if m, ok := v.(map[string]any); ok {
+		for _, k := range []string{"id", "name"} {
+			if s, ok := m[k].(string); ok {
+				return s
+			}
+		}
+	}
+	if strings.HasPrefix(ptr, "/inputs/") {
+		return strings.TrimPrefix(ptr, "/inputs/")
+	}
+	return ""
+}
+
+// subject names the value at ptr for a message: `field "timeout"`.
+func (t *translator) subject(ptr string) string {
+	if ptr == "" {
+		return "the workflow"
+	}
+	last := ptr[strings.LastIndexByte(ptr, '/')+1:]
+	return fmt.Sprintf("%q", strings.ReplaceAll(strings.ReplaceAll(last, "~1", "/"), "~0", "~"))
+}
+
+func article(types []string) string {
+	out := make([]string, len(types))
+	for i, ty := range types {
+		switch ty {
+		case "object", "array", "integer":
+			out[i] = "an " + ty
+		case "null":
+			out[i] = "null"
+		default:
+			out[i] = "a " + ty
+		}
+	}
+	return strings.Join(out, " or ")
+}
+
+// lookup returns the value at a JSON pointer, or nil.
+func lookup(v any, ptr string) any {
+	if ptr == "" {
+		return v
+	}
+	for _, part := range strings.Split(ptr[1:], "/") {
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[part]
+		case []any:
+			i := 0
+			if _, err := fmt.Sscan(part, &i); err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}

@@ -1,0 +1,450 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Pos is a 1-based line and column in a source file.
+type Pos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+}
+
+// Source is a parsed document: its plain value (maps, slices, strings,
+// int64, float64, bool, nil — the JSON data model) and where each part of
+// it came from.
+type Source struct {
+	// Value is the document as plain data.
+	Value any
+	// Format is "yaml" or "json".
+	Format string
+
+	text   []byte
+	values map[string]Pos        // JSON pointer -> position of the value
+	keys   map[string]Pos        // JSON pointer -> position of the member's key
+	nodes  map[string]*yaml.Node // JSON pointer -> string scalar node
+	order  map[string][]string   // JSON pointer of a mapping -> its keys as written
+	lines  []int                 // byte offset of each line start
+}
+
+// maxNodes bounds the size of a document after alias expansion, so that a
+// few lines of YAML aliases cannot expand into gigabytes.
+const maxNodes = 1_000_000
+
+// Parse reads a YAML or JSON document. Syntax problems and structural
+// problems that the JSON data model cannot express (duplicate keys, merge
+// keys, custom tags, non-scalar keys) are returned as violations; when a
+// violation of rule "syntax" is among them the Source is nil.
+func Parse(data []byte) (*Source, []Violation) {
+	src := &Source{
+		Format: "yaml",
+		text:   data,
+		values: map[string]Pos{},
+		keys:   map[string]Pos{},
+		nodes:  map[string]*yaml.Node{},
+		order:  map[string][]string{},
+	}
+	src.lines = lineStarts(data)
+	if !utf8.Valid(data) {
+		return nil, []Violation{{Path: "", Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "the file is not valid UTF-8 text"}}
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		src.Format = "json"
+		if v := src.jsonSyntax(); v != nil {
+			return nil, []Violation{*v}
+		}
+		// YAML is a superset of JSON except for tabs as separators; blank
+		// them (outside strings) so that columns stay the same.
+		data = detab(data)
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if err.Error() == "EOF" {
+			return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "the file is empty"}}
+		}
+		return nil, []Violation{yamlSyntax(err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, []Violation{{Pos: Pos{extra.Line, extra.Column}, Rule: RuleSyntax, Message: "the file holds more than one YAML document; a workflow is one document"}}
+	}
+	b := builder{src: src}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	src.Value = b.value(root, "", 0)
+	if b.tooDeep {
+		return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: fmt.Sprintf("the document nests deeper than %d levels", maxDepth)}}
+	}
+	if b.count > maxNodes {
+		return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: fmt.Sprintf("the document expands to more than %d nodes (alias bomb?)", maxNodes)}}
+	}
+	return src, b.violations
+}
+
+// Keys returns the keys of the mapping at ptr in the order they were
+// written.
+func (s *Source) Keys(ptr string) []string { return s.order[ptr] }
+
+// ValuePos returns the position of the value at a JSON pointer, or of its
+// nearest ancestor that has one.
+func (s *Source) ValuePos(ptr string) Pos {
+	for {
+		if p, ok := s.values[ptr]; ok {
+			return p
+		}
+		if ptr == "" {
+			return Pos{1, 1}
+		}
+		ptr = parentPointer(ptr)
+	}
+}
+
+// KeyPos returns the position of the key of the member at ptr, falling back
+// to the value's position.
+func (s *Source) KeyPos(ptr string) Pos {
+	if p, ok := s.keys[ptr]; ok {
+		return p
+	}
+	return s.ValuePos(ptr)
+}
+
+// OffsetPos maps a byte offset within the string value at ptr to a file
+// position. Plain, quoted and literal-block scalars map exactly; for folded
+// and multi-line flow scalars the start of the value is returned.
+func (s *Source) OffsetPos(ptr string, off int) Pos {
+	n, ok := s.nodes[ptr]
+	if !ok {
+		return s.ValuePos(ptr)
+	}
+	start := Pos{n.Line, n.Column}
+	val := n.Value
+	if off > len(val) {
+		off = len(val)
+	}
+	switch n.Style {
+	case 0, yaml.FlowStyle:
+		if strings.Contains(val, "\n") {
+			return start
+		}
+		return Pos{n.Line, n.Column + utf8.RuneCountInString(val[:off])}
+	case yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
+		raw := s.lineText(n.Line)
+		col := n.Column // column of the opening quote
+		rawOff := byteOffsetOfColumn(raw, col)
+		if rawOff < 0 || rawOff >= len(raw) {
+			return start
+		}
+		r, ok := rawIndex(raw[rawOff+1:], val, off, n.Style == yaml.DoubleQuotedStyle)
+		if !ok {
+			return start
+		}
+		return Pos{n.Line, col + 1 + utf8.RuneCountInString(raw[rawOff+1:][:r])}
+	case yaml.LiteralStyle:
+		nl := strings.Count(val[:off], "\n")
+		lineStart := strings.LastIndexByte(val[:off], '\n') + 1
+		line := n.Line + 1 + nl
+		// Skip leading blank lines of the block when measuring indentation.
+		indent := 0
+		for l := n.Line + 1; l <= len(s.lines); l++ {
+			t := s.lineText(l)
+			if strings.TrimSpace(t) != "" {
+				indent = len(t) - len(strings.TrimLeft(t, " "))
+				break
+			}
+		}
+		return Pos{line, indent + 1 + utf8.RuneCountInString(val[lineStart:off])}
+	}
+	return start
+}
+
+// rawIndex walks the raw text of a quoted scalar alongside its decoded value
+// and returns the raw byte index that corresponds to decoded offset off.
+func rawIndex(raw, val string, off int, double bool) (int, bool) {
+	ri, vi := 0, 0
+	for vi < off {
+		if ri >= len(raw) {
+			return 0, false
+		}
+		c := raw[ri]
+		switch {
+		case double && c == '\\':
+			if ri+1 >= len(raw) {
+				return 0, false
+			}
+			step := 2
+			switch raw[ri+1] {
+			case 'x':
+				step = 4
+			case 'u':
+				step = 6
+			case 'U':
+				step = 10
+			}
+			_, size := utf8.DecodeRuneInString(val[vi:])
+			ri += step
+			vi += size
+		case !double && c == '\'' && ri+1 < len(raw) && raw[ri+1] == '\'':
+			ri += 2
+			vi++
+		case c == '"' && double, c == '\'' && !double:
+			return 0, false // closing quote before reaching off
+		default:
+			_, size := utf8.DecodeRuneInString(raw[ri:])
+			ri += size
+			vi += size
+		}
+	}
+	return ri, true
+}
+
+func (s *Source) lineText(line int) string {
+	if line < 1 || line > len(s.lines) {
+		return ""
+	}
+	start := s.lines[line-1]
+	end := len(s.text)
+	if line < len(s.lines) {
+		end = s.lines[line]
+	}
+	return strings.TrimRight(string(s.text[start:end]), "\r\n")
+}
+
+func byteOffsetOfColumn(line string, col int) int {
+	c := 1
+	for i := range line {
+		if c == col {
+			return i
+		}
+		c++
+	}
+	return -1
+}
+
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i, b := range data {
+		if b == '\n' && i+1 <= len(data) {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// posOfOffset converts a byte offset in the file to a position.
+func (s *Source) posOfOffset(off int) Pos {
+	line := 1
+	for i, st := range s.lines {
+		if st > off {
+			break
+		}
+		line = i + 1
+	}
+	start := s.lines[line-1]
+	if off > len(s.text) {
+		off = len(s.text)
+	}
+	return Pos{line, utf8.RuneCount(s.text[start:off]) + 1}
+}
+
+func (s *Source) jsonSyntax() *Violation {
+	var v any
+	err := json.Unmarshal(s.text, &v)
+	if err == nil {
+		return nil
+	}
+	var off int64
+	msg := err.Error()
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		off = e.Offset
+		if off > 0 {
+			off-- // Offset is just past the offending byte.
+		}
+	default:
+		off = int64(len(s.text))
+	}
+	return &Violation{Pos: s.posOfOffset(int(off)), Rule: RuleSyntax, Message: "invalid JSON: " + strings.TrimPrefix(msg, "invalid character ")}
+}
+
+// detab replaces tab characters outside JSON strings with spaces.
+func detab(data []byte) []byte {
+	out := make([]byte, len(data))
+	copy(out, data)
+	in := false
+	for i := 0; i < len(out); i++ {
+		switch c := out[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && c == '\t':
+			out[i] = ' '
+		}
+	}
+	return out
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func yamlSyntax(err error) Violation {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Violation{Pos: Pos{line, 1}, Rule: RuleSyntax, Message: "invalid YAML: " + m[2]}
+	}
+	return Violation{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+type builder struct {
+	src        *Source
+	violations []Violation
+	count      int
+	tooDeep    bool
+}
+
+// maxDepth bounds nesting (and so recursion, even through self-referencing
+// aliases).
+const maxDepth = 256
+
+func (b *builder) add(ptr string, pos Pos, rule, msg string) {
+	b.violations = append(b.violations, Violation{Path: ptr, Pos: pos, Rule: rule, Message: msg})
+}
+
+func (b *builder) value(n *yaml.Node, ptr string, depth int) any {
+	b.count++
+	if b.count > maxNodes {
+		return nil
+	}
+	if depth > maxDepth {
+		b.tooDeep = true
+		return nil
+	}
+	pos := Pos{n.Line, n.Column}
+	if _, seen := b.src.values[ptr]; !seen || n.Kind != yaml.AliasNode {
+		b.src.values[ptr] = pos
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil
+		}
+		return b.value(n.Alias, ptr, depth+1)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		first := map[string]Pos{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			kpos := Pos{k.Line, k.Column}
+			if k.Kind == yaml.AliasNode && k.Alias != nil {
+				k = k.Alias
+			}
+			if k.Kind != yaml.ScalarNode {
+				b.add(ptr, kpos, RuleSyntax, "a mapping key must be a plain value, not a mapping or list")
+				continue
+			}
+			if k.Tag == "!!merge" {
+				b.add(ptr, kpos, RuleSyntax, "YAML merge keys (<<) are not supported; repeat the fields or use an alias for the whole value")
+				continue
+			}
+			key := k.Value
+			child := ptr + "/" + escapePointer(key)
+			if p, dup := first[key]; dup {
+				b.add(child, kpos, RuleDuplicateKey, fmt.Sprintf("duplicate key %q (first defined at line %d, column %d)", key, p.Line, p.Column))
+				continue
+			}
+			first[key] = kpos
+			b.src.keys[child] = kpos
+			b.src.order[ptr] = append(b.src.order[ptr], key)
+			m[key] = b.value(v, child, depth+1)
+		}
+		return m
+	case yaml.SequenceNode:
+		l := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			l[i] = b.value(c, ptr+"/"+strconv.Itoa(i), depth+1)
+		}
+		return l
+	case yaml.ScalarNode:
+		return b.scalar(n, ptr, pos)
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return b.value(n.Content[0], ptr, depth+1)
+	}
+	return nil
+}
+
+func (b *builder) scalar(n *yaml.Node, ptr string, pos Pos) any {
+	switch n.Tag {
+	case "!!str", "!!timestamp", "!!binary", "":
+		b.src.nodes[ptr] = n
+		return n.Value
+	case "!!null":
+		return nil
+	case "!!bool":
+		var v bool
+		if err := n.Decode(&v); err != nil {
+			b.add(ptr, pos, RuleSyntax, "invalid boolean "+strconv.Quote(n.Value))
+		}
+		return v
+	case "!!int":
+		var v int64
+		if err := n.Decode(&v); err == nil {
+			return v
+		}
+		var f float64
+		if err := n.Decode(&f); err == nil {
+			return f
+		}
+		b.add(ptr, pos, RuleSyntax, "integer out of range: "+n.Value)
+		return nil
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			b.add(ptr, pos, RuleSyntax, "numbers must be finite: "+n.Value)
+			return nil
+		}
+		return f
+	}
+	b.add(ptr, pos, RuleSyntax, fmt.Sprintf("unsupported YAML tag %s; quote the value to make it a string", n.Tag))
+	return nil
+}
+
+func escapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func parentPointer(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+// Pointer builds a JSON pointer from path segments.
+func Pointer(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(p))
+	}
+	return b.String()
+}
