@@ -104,6 +104,6 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 func writeString(b *bytes.Buffer, s string) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // strings always encode
+	_ = enc.Encode(s)       // strings always encode
 	b.Truncate(b.Len() - 1) // Encode appends a newline
 }

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"stepwise.dev/stepwise/expr"
 )
@@ -35,7 +37,7 @@ type checker struct {
 	ids      map[string]*stepInfo
 	hookIDs  map[string]bool
 	checking *Step // the step whose fields are being checked
-	env     map[string]bool
+	env      map[string]bool
 }
 
 func newChecker(src *Source, wf *Workflow, opts Options) *checker {
@@ -232,7 +234,7 @@ func (c *checker) kind(s *Step) {
 			}
 		}
 		c.add(Violation{Path: s.Path + "/" + field, Pos: c.src.KeyPos(s.Path + "/" + field), Rule: RuleStepKind,
-			Message: fmt.Sprintf("%q does not apply to a %s step; it is for %s steps", field, k, strings.Join(kinds, " and "))})
+			Message: fmt.Sprintf("%q does not apply to %s steps; it is for %s steps", field, k, strings.Join(kinds, " and "))})
 	}
 	only("with", s.With != nil, KindUses, KindWorkflow)
 	only("steps", s.Steps != nil, KindForeach)
@@ -403,18 +405,48 @@ func regexErr(err error) string {
 
 func (c *checker) outputSchema(p string, s map[string]any) {
 	comp := jsonschema.NewCompiler()
+	// An output_schema comes from the workflow's author: never let its
+	// $refs read local files or reach the network.
+	comp.UseLoader(jsonschema.SchemeURLLoader{})
 	const url = "stepwise:output_schema.json"
 	if err := comp.AddResource(url, s); err != nil {
 		c.at(p, RuleSchema, fmt.Sprintf("output_schema is not a valid JSON Schema: %v", err), "")
 		return
 	}
 	if _, err := comp.Compile(url); err != nil {
-		msg := err.Error()
-		if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg, "jsonschema validation failed") {
-			msg = strings.TrimSpace(msg[i+2:])
+		var sve *jsonschema.SchemaValidationError
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+			leaf := schemaLeaf(ve)
+			at := p + Pointer(leaf.InstanceLocation...)
+			c.at(at, RuleSchema, "output_schema is not a valid JSON Schema: "+leaf.ErrorKind.LocalizedString(printer), "")
+			return
 		}
-		c.at(p, RuleSchema, "output_schema is not a valid JSON Schema: "+firstLine(msg), "")
+		c.at(p, RuleSchema, "output_schema is not a valid JSON Schema: "+firstLine(err.Error()), "")
 	}
+}
+
+// schemaLeaf picks the most telling leaf of a metaschema failure: the
+// deepest one, preferring an enum mismatch ("must be one of …") to the type
+// mismatches that anyOf branches add beside it.
+func schemaLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return e
+	}
+	var best *jsonschema.ValidationError
+	for _, c := range e.Causes {
+		l := schemaLeaf(c)
+		if best == nil || len(l.InstanceLocation) > len(best.InstanceLocation) {
+			best = l
+			continue
+		}
+		if _, isEnum := l.ErrorKind.(*kind.Enum); isEnum && len(l.InstanceLocation) == len(best.InstanceLocation) {
+			if _, bestEnum := best.ErrorKind.(*kind.Enum); !bestEnum {
+				best = l
+			}
+		}
+	}
+	return best
 }
 
 func firstLine(s string) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -127,6 +128,14 @@ func (t *translator) walk(e *jsonschema.ValidationError) {
 			Message:  fmt.Sprintf("%s must be one of %s", t.subject(ptr), strings.Join(want, ", ")),
 			Expected: strings.Join(want, "|"), Actual: fmt.Sprint(k.Got), Hint: hint}
 		t.out = append(t.out, v)
+	case *kind.Minimum:
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must be at least %s", t.subject(ptr), k.Want.RatString()), ">= "+k.Want.RatString(), k.Got.RatString())
+	case *kind.Maximum:
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must be at most %s", t.subject(ptr), k.Want.RatString()), "<= "+k.Want.RatString(), k.Got.RatString())
+	case *kind.MinItems:
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must have at least %d %s", t.subject(ptr), k.Want, plural(k.Want, "item", "items")), "", "")
+	case *kind.MinLength:
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must not be empty", t.subject(ptr)), "", "")
 	case *kind.Const:
 		t.add(ptr, t.src.ValuePos(ptr), RuleEnum, fmt.Sprintf("%s must be %v", t.subject(ptr), k.Want), fmt.Sprint(k.Want), fmt.Sprint(k.Got))
 	case *kind.Pattern:
@@ -135,7 +144,7 @@ func (t *translator) walk(e *jsonschema.ValidationError) {
 			rule = RuleName
 		}
 		desc, _ := t.node(e.SchemaURL)["description"].(string)
-		msg := fmt.Sprintf("%s %q is not valid", t.subject(ptr), k.Got)
+		msg := fmt.Sprintf("%s %q is not valid", strings.Trim(t.subject(ptr), `"`), k.Got)
 		if desc != "" {
 			msg += ": use " + desc
 		}
@@ -248,11 +257,22 @@ func (t *translator) where(schemaURL, ptr string) string {
 		if id := t.idAt(ptr); id != "" {
 			return fmt.Sprintf("%s %q", def, id)
 		}
-	}
-	if strings.Contains(schemaURL, "#/$defs/") && !strings.Contains(def, "#") {
 		return def
 	}
-	return "the workflow"
+	// Otherwise name the object by the field that holds it: "retry",
+	// "compensate", "ask", "sleep".
+	last := ptr[strings.LastIndexByte(ptr, '/')+1:]
+	if _, err := strconv.Atoi(last); err == nil {
+		return def
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(last, "~1", "/"), "~0", "~")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // idAt returns the id (or name) of the object at ptr.

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -10,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // Pos is a 1-based line and column in a source file.
@@ -300,6 +301,14 @@ func detab(data []byte) []byte {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func yamlSyntax(err error) Violation {
+	var le *yaml.LoadError
+	if errors.As(err, &le) && le.Mark.Line > 0 {
+		msg := le.Message
+		if le.ContextMsg != "" {
+			msg = le.ContextMsg + ": " + msg
+		}
+		return Violation{Pos: Pos{le.Mark.Line, max(le.Mark.Column, 1)}, Rule: RuleSyntax, Message: "invalid YAML: " + msg}
+	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])

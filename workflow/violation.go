@@ -72,6 +72,14 @@ func sortViolations(vs []Violation) {
 // suggest returns the candidate closest to s when it is close enough to be
 // a plausible typo, or "".
 func suggest(s string, candidates []string) string {
+	ls := strings.ToLower(s)
+	for _, c := range candidates {
+		// "bool" for "boolean", "str" for "string": a prefix is a likely
+		// abbreviation, however many letters are missing.
+		if lc := strings.ToLower(c); len(ls) >= 3 && lc != ls && strings.HasPrefix(lc, ls) {
+			return c
+		}
+	}
 	best, bestD := "", -1
 	for _, c := range candidates {
 		d := editDistance(strings.ToLower(s), strings.ToLower(c))

@@ -1,0 +1,76 @@
+package expr
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var env = map[string]any{
+	"inputs": map[string]any{"region": "fsn1", "count": 3, "tags": []any{"a", "b"}},
+	"steps":  map[string]any{"create": map[string]any{"output": map[string]any{"body": map[string]any{"id": 42}}}},
+}
+
+func TestRenderTyped(t *testing.T) {
+	v, err := Render("${{ inputs.count * 2 }}", env)
+	if err != nil || v != 6 {
+		t.Fatalf("typed render = %#v, %v", v, err)
+	}
+	v, err = Render("${{ inputs.tags }}", env)
+	if err != nil || !reflect.DeepEqual(v, []any{"a", "b"}) {
+		t.Fatalf("list render = %#v, %v", v, err)
+	}
+}
+
+func TestRenderInterpolates(t *testing.T) {
+	v, err := Render("server ${{ steps.create.output.body.id }} in ${{ inputs.region }}: ${{ inputs.tags }}", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != `server 42 in fsn1: ["a","b"]` {
+		t.Fatalf("got %q", v)
+	}
+	v, _ = Render("$${{ kept }}", env)
+	if v != "${{ kept }}" {
+		t.Fatalf("escape rendered as %q, want a literal ${{ kept }}", v)
+	}
+}
+
+func TestRenderValue(t *testing.T) {
+	in := map[string]any{"a": "${{ inputs.count }}", "b": []any{"x-${{ inputs.region }}", 1}}
+	out, err := RenderValue(in, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": 3, "b": []any{"x-fsn1", 1}}
+	if !reflect.DeepEqual(out, want) {
+		t.Fatalf("got %#v", out)
+	}
+	if in["a"] != "${{ inputs.count }}" {
+		t.Fatal("RenderValue modified its input")
+	}
+}
+
+func TestEvalErrors(t *testing.T) {
+	if _, err := Eval("1 +", env); err == nil {
+		t.Error("syntax error not reported")
+	}
+	if _, err := Eval("inputs.count.x.y", env); err == nil {
+		t.Error("member of an int should fail")
+	}
+}
+
+func TestEvalMemoryBounded(t *testing.T) {
+	_, err := Eval("map(1..1000000, {# * 2})", nil)
+	if err == nil || !strings.Contains(err.Error(), "memory budget") {
+		t.Fatalf("a huge allocation must hit the memory budget, got %v", err)
+	}
+}
+
+func TestTruthy(t *testing.T) {
+	for v, want := range map[any]bool{nil: false, false: false, true: true, "": false, "false": false, "x": true, 0: false, 2: true, 0.0: false} {
+		if Truthy(v) != want {
+			t.Errorf("Truthy(%#v) != %v", v, want)
+		}
+	}
+}
