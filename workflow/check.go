@@ -3,7 +3,6 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"regexp/syntax"
 	"sort"
 	"strings"
@@ -296,7 +295,7 @@ func (c *checker) gotos(steps []*Step, i int, s *Step) {
 func (c *checker) input(name string, in *Input) {
 	p := Pointer("inputs", name)
 	if in.Pattern != "" {
-		if _, err := regexp.Compile(in.Pattern); err != nil {
+		if _, err := compilePattern(in.Pattern); err != nil {
 			c.at(p+"/pattern", RuleRegex, fmt.Sprintf("pattern of input %q does not compile: %v", name, regexErr(err)), "patterns use RE2 syntax (no lookaround or backreferences)")
 		} else if in.Type != "" && in.Type != "string" {
 			c.at(p+"/pattern", RuleConstraint, fmt.Sprintf("pattern applies to string inputs, and %q is %s", name, in.Type), "")
@@ -374,7 +373,7 @@ func (c *checker) ask(p string, a *Ask, field bool) {
 			Message: fmt.Sprintf("choices apply to choice and multi-choice questions, and this one is %s", typ), Hint: "set type: choice"})
 	}
 	if a.Pattern != "" {
-		if _, err := regexp.Compile(a.Pattern); err != nil {
+		if _, err := compilePattern(a.Pattern); err != nil {
 			c.at(p+"/pattern", RuleRegex, fmt.Sprintf("pattern does not compile: %v", regexErr(err)), "patterns use RE2 syntax (no lookaround or backreferences)")
 		} else if typ != "string" {
 			c.at(p+"/pattern", RuleConstraint, fmt.Sprintf("pattern applies to string questions, and this one is %s", typ), "")

@@ -257,9 +257,8 @@ func (c *checker) expression(p string, base int, src string, sc *scope) {
 			Message: fmt.Sprintf("unknown function %q", call.Name), Hint: didYouMean(call.Name, builtinNames())})
 	}
 	for _, r := range a.Refs {
-		pos := c.src.OffsetPos(p, base+r.Offset)
 		if msg, hint := c.ref(r, sc); msg != "" {
-			c.add(Violation{Path: p, Pos: pos, Rule: RuleReference, Message: msg, Hint: hint})
+			c.add(Violation{Path: p, Pos: c.src.OffsetPos(p, base+r.Offset), Rule: RuleReference, Message: msg, Hint: hint})
 		}
 	}
 }

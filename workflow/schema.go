@@ -1,5 +1,7 @@
 package workflow
 
+//go:generate sh -c "go run ../cmd/stepwise schema > ../docs/workflow.schema.json"
+
 import (
 	_ "embed"
 	"encoding/json"
@@ -53,28 +55,25 @@ func loadSchema() {
 	})
 }
 
-// schemaCheck validates a document against the language schema. It returns
-// the violations and the pointers of values whose type is wrong (the
-// decoder must not see those).
-func schemaCheck(src *Source) (vs []Violation, prune []string) {
+// schemaCheck validates a document against the language schema.
+func schemaCheck(src *Source) []Violation {
 	loadSchema()
 	err := compiled.Validate(src.Value)
 	if err == nil {
-		return nil, nil
+		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: err.Error()}}, nil
+		return []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: err.Error()}}
 	}
 	t := translator{src: src}
 	t.walk(ve)
-	return t.out, t.prune
+	return t.out
 }
 
 type translator struct {
-	src   *Source
-	out   []Violation
-	prune []string
+	src *Source
+	out []Violation
 }
 
 func (t *translator) walk(e *jsonschema.ValidationError) {
@@ -113,7 +112,6 @@ func (t *translator) walk(e *jsonschema.ValidationError) {
 			t.add(ptr, t.src.ValuePos(ptr), RuleRequired, fmt.Sprintf("missing required field %q in %s", m, t.where(e.SchemaURL, ptr)), "", "")
 		}
 	case *kind.Type:
-		t.prune = append(t.prune, ptr)
 		t.add(ptr, t.src.ValuePos(ptr), RuleType, fmt.Sprintf("%s must be %s, not %s", t.subject(ptr), article(k.Want), k.Got), strings.Join(k.Want, " or "), k.Got)
 	case *kind.Enum:
 		var want []string
@@ -170,7 +168,6 @@ func (t *translator) union(e *jsonschema.ValidationError, ptr string) {
 		fitting = append(fitting, c)
 	}
 	if len(fitting) == 0 {
-		t.prune = append(t.prune, ptr)
 		t.add(ptr, t.src.ValuePos(ptr), RuleType, fmt.Sprintf("%s must be %s, not %s", t.subject(ptr), article(wants), got), strings.Join(wants, " or "), got)
 		return
 	}
@@ -321,13 +318,13 @@ func lookup(v any, ptr string) any {
 		return v
 	}
 	for _, part := range strings.Split(ptr[1:], "/") {
-		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		part = unescapePointer(part)
 		switch x := v.(type) {
 		case map[string]any:
 			v = x[part]
 		case []any:
-			i := 0
-			if _, err := fmt.Sscan(part, &i); err != nil || i < 0 || i >= len(x) {
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(x) {
 				return nil
 			}
 			v = x[i]

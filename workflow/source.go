@@ -29,17 +29,14 @@ type Source struct {
 	// Format is "yaml" or "json".
 	Format string
 
-	text   []byte
-	values map[string]Pos        // JSON pointer -> position of the value
-	keys   map[string]Pos        // JSON pointer -> position of the member's key
-	nodes  map[string]*yaml.Node // JSON pointer -> string scalar node
-	order  map[string][]string   // JSON pointer of a mapping -> its keys as written
-	lines  []int                 // byte offset of each line start
+	text  []byte
+	root  *yaml.Node // positions are looked up in the node tree on demand
+	lines []int      // byte offset of each line start
 }
 
 // maxNodes bounds the size of a document after alias expansion, so that a
 // few lines of YAML aliases cannot expand into gigabytes.
-const maxNodes = 1_000_000
+const maxNodes = 100_000
 
 // Parse reads a YAML or JSON document. Syntax problems and structural
 // problems that the JSON data model cannot express (duplicate keys, merge
@@ -49,10 +46,6 @@ func Parse(data []byte) (*Source, []Violation) {
 	src := &Source{
 		Format: "yaml",
 		text:   data,
-		values: map[string]Pos{},
-		keys:   map[string]Pos{},
-		nodes:  map[string]*yaml.Node{},
-		order:  map[string][]string{},
 	}
 	src.lines = lineStarts(data)
 	if !utf8.Valid(data) {
@@ -85,6 +78,7 @@ func Parse(data []byte) (*Source, []Violation) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
+	src.root = root
 	src.Value = b.value(root, "", 0)
 	if b.tooDeep {
 		return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: fmt.Sprintf("the document nests deeper than %d levels", maxDepth)}}
@@ -96,15 +90,78 @@ func Parse(data []byte) (*Source, []Violation) {
 }
 
 // Keys returns the keys of the mapping at ptr in the order they were
-// written.
-func (s *Source) Keys(ptr string) []string { return s.order[ptr] }
+// written (the first occurrence of a duplicated key only).
+func (s *Source) Keys(ptr string) []string {
+	n, _ := s.find(ptr)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	keys := make([]string, 0, len(n.Content)/2)
+	seen := make(map[string]bool, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := deref(n.Content[i])
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" || seen[k.Value] {
+			continue
+		}
+		seen[k.Value] = true
+		keys = append(keys, k.Value)
+	}
+	return keys
+}
+
+// find returns the node at a JSON pointer and the key node naming it (nil
+// for list items and the root). A pointer that leads nowhere gives nil.
+func (s *Source) find(ptr string) (node, key *yaml.Node) {
+	n := s.root
+	if n == nil {
+		return nil, nil
+	}
+	if ptr == "" {
+		return n, nil
+	}
+	for _, part := range strings.Split(ptr[1:], "/") {
+		part = unescapePointer(part)
+		n = deref(n)
+		key = nil
+		switch n.Kind {
+		case yaml.MappingNode:
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if k := deref(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == part && k.Tag != "!!merge" {
+					next, key = n.Content[i+1], n.Content[i]
+					break
+				}
+			}
+			if next == nil {
+				return nil, nil
+			}
+			n = next
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return nil, nil
+			}
+			n = n.Content[i]
+		default:
+			return nil, nil
+		}
+	}
+	return n, key
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < maxDepth; i++ {
+		n = n.Alias
+	}
+	return n
+}
 
 // ValuePos returns the position of the value at a JSON pointer, or of its
 // nearest ancestor that has one.
 func (s *Source) ValuePos(ptr string) Pos {
 	for {
-		if p, ok := s.values[ptr]; ok {
-			return p
+		if n, _ := s.find(ptr); n != nil {
+			return Pos{n.Line, n.Column}
 		}
 		if ptr == "" {
 			return Pos{1, 1}
@@ -116,8 +173,8 @@ func (s *Source) ValuePos(ptr string) Pos {
 // KeyPos returns the position of the key of the member at ptr, falling back
 // to the value's position.
 func (s *Source) KeyPos(ptr string) Pos {
-	if p, ok := s.keys[ptr]; ok {
-		return p
+	if _, k := s.find(ptr); k != nil {
+		return Pos{k.Line, k.Column}
 	}
 	return s.ValuePos(ptr)
 }
@@ -126,8 +183,11 @@ func (s *Source) KeyPos(ptr string) Pos {
 // position. Plain, quoted and literal-block scalars map exactly; for folded
 // and multi-line flow scalars the start of the value is returned.
 func (s *Source) OffsetPos(ptr string, off int) Pos {
-	n, ok := s.nodes[ptr]
-	if !ok {
+	n, _ := s.find(ptr)
+	if n != nil {
+		n = deref(n)
+	}
+	if n == nil || n.Kind != yaml.ScalarNode {
 		return s.ValuePos(ptr)
 	}
 	start := Pos{n.Line, n.Column}
@@ -342,9 +402,6 @@ func (b *builder) value(n *yaml.Node, ptr string, depth int) any {
 		return nil
 	}
 	pos := Pos{n.Line, n.Column}
-	if _, seen := b.src.values[ptr]; !seen || n.Kind != yaml.AliasNode {
-		b.src.values[ptr] = pos
-	}
 	switch n.Kind {
 	case yaml.AliasNode:
 		if n.Alias == nil {
@@ -375,8 +432,6 @@ func (b *builder) value(n *yaml.Node, ptr string, depth int) any {
 				continue
 			}
 			first[key] = kpos
-			b.src.keys[child] = kpos
-			b.src.order[ptr] = append(b.src.order[ptr], key)
 			m[key] = b.value(v, child, depth+1)
 		}
 		return m
@@ -400,30 +455,31 @@ func (b *builder) value(n *yaml.Node, ptr string, depth int) any {
 func (b *builder) scalar(n *yaml.Node, ptr string, pos Pos) any {
 	switch n.Tag {
 	case "!!str", "!!timestamp", "!!binary", "":
-		b.src.nodes[ptr] = n
 		return n.Value
 	case "!!null":
 		return nil
 	case "!!bool":
-		var v bool
-		if err := n.Decode(&v); err != nil {
-			b.add(ptr, pos, RuleSyntax, "invalid boolean "+strconv.Quote(n.Value))
+		switch strings.ToLower(n.Value) {
+		case "true", "yes", "on", "y":
+			return true
+		case "false", "no", "off", "n":
+			return false
 		}
-		return v
+		b.add(ptr, pos, RuleSyntax, "invalid boolean "+strconv.Quote(n.Value))
+		return nil
 	case "!!int":
-		var v int64
-		if err := n.Decode(&v); err == nil {
-			return v
+		v := strings.ReplaceAll(n.Value, "_", "")
+		if i, err := strconv.ParseInt(v, 0, 64); err == nil {
+			return i
 		}
-		var f float64
-		if err := n.Decode(&f); err == nil {
-			return f
+		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) {
+			return f // beyond int64: keep it as a number
 		}
 		b.add(ptr, pos, RuleSyntax, "integer out of range: "+n.Value)
 		return nil
 	case "!!float":
-		var f float64
-		if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			b.add(ptr, pos, RuleSyntax, "numbers must be finite: "+n.Value)
 			return nil
 		}
@@ -438,6 +494,13 @@ func escapePointer(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func unescapePointer(s string) string {
+	if !strings.Contains(s, "~") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
 func parentPointer(p string) string {

@@ -161,9 +161,8 @@ func (c *Cond) UnmarshalJSON(b []byte) error {
 		*c = Cond(fmt.Sprint(x))
 	case nil:
 		*c = ""
-	default:
-		return fmt.Errorf("condition must be a string or boolean")
 	}
+	// Other types are left empty; the schema pass reports them.
 	return nil
 }
 
@@ -211,10 +210,13 @@ type Choices struct {
 
 // UnmarshalJSON accepts a list of choices or a template string.
 func (c *Choices) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
+	switch {
+	case len(b) > 0 && b[0] == '"':
 		return json.Unmarshal(b, &c.Expr)
+	case len(b) > 0 && b[0] == '[':
+		return json.Unmarshal(b, &c.List)
 	}
-	return json.Unmarshal(b, &c.List)
+	return nil // wrong type: reported by the schema pass
 }
 
 // MarshalJSON writes the list or the expression.
@@ -260,11 +262,14 @@ type Sleep struct {
 
 // UnmarshalJSON accepts a duration string or an object.
 func (s *Sleep) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
+	switch {
+	case len(b) > 0 && b[0] == '"':
 		return json.Unmarshal(b, &s.Duration)
+	case len(b) > 0 && b[0] == '{':
+		type plain Sleep
+		return json.Unmarshal(b, (*plain)(s))
 	}
-	type plain Sleep
-	return json.Unmarshal(b, (*plain)(s))
+	return nil // wrong type: reported by the schema pass
 }
 
 // Case is one branch of a switch: when If holds (or always, when If is

@@ -2,9 +2,9 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // Resolver lets validation check names that live outside the workflow:
@@ -46,16 +46,24 @@ func Check(data []byte, opts Options) *Result {
 		return &Result{Violations: vs}
 	}
 	res := &Result{Source: src}
+	// The schema pass and the decode + semantic pass are independent (the
+	// decoder tolerates wrongly typed values), so they run side by side.
+	var schemaVs []Violation
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		schemaVs = schemaCheck(src)
+	}()
 	res.Version, _ = VersionOf(src.Value)
-	schemaVs, prune := schemaCheck(src)
-	vs = append(vs, schemaVs...)
-	wf := decode(src, prune)
+	wf := decode(src)
 	res.Workflow = wf
 	if wf != nil {
 		c := newChecker(src, wf, opts)
 		c.run()
 		vs = append(vs, c.out...)
 	}
+	<-done
+	vs = append(vs, schemaVs...)
 	res.Violations = dedupe(vs)
 	sortViolations(res.Violations)
 	return res
@@ -88,34 +96,25 @@ func Load(data []byte, opts Options) (*Workflow, string, error) {
 	return res.Workflow, res.Version, nil
 }
 
-// decode turns the plain value into typed structs. Values of the wrong type
-// (listed in prune) are dropped first so that one bad field does not hide
-// the semantic problems of the rest.
-func decode(src *Source, prune []string) *Workflow {
+// decode turns the plain value into typed structs. Values of the wrong
+// type are left at their zero value (encoding/json skips them and goes on),
+// so that one bad field does not hide the semantic problems of the rest;
+// the schema pass reports them.
+func decode(src *Source) *Workflow {
 	root, ok := src.Value.(map[string]any)
 	if !ok {
 		return nil
 	}
-	var v any = root
-	if len(prune) > 0 {
-		v = deepCopy(root)
-		for _, p := range prune {
-			v = removeAt(v, p)
-		}
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil
-	}
-	data, err := json.Marshal(v)
+	data, err := json.Marshal(root)
 	if err != nil {
 		return nil
 	}
 	var wf Workflow
-	if err := json.Unmarshal(data, &wf); err != nil {
-		// The schema should have caught every mismatch; fall back to an
-		// empty definition rather than hiding all other checks.
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(data, &wf); err != nil && !errors.As(err, &typeErr) {
 		wf = Workflow{}
 	}
+	v := any(root)
 	wf.InputOrder = src.Keys("/inputs")
 	for name, in := range wf.Inputs {
 		if in == nil {
@@ -149,43 +148,6 @@ func setPaths(steps []*Step, base string) {
 		setPaths(s.Parallel, s.Path+"/parallel")
 		setPaths(s.Steps, s.Path+"/steps")
 	}
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = deepCopy(e)
-		}
-		return l
-	}
-	return v
-}
-
-// removeAt deletes the value at ptr (map member) or nulls it (list item).
-func removeAt(root any, ptr string) any {
-	if ptr == "" {
-		return nil
-	}
-	parent := lookup(root, parentPointer(ptr))
-	key := ptr[strings.LastIndexByte(ptr, '/')+1:]
-	key = strings.ReplaceAll(strings.ReplaceAll(key, "~1", "/"), "~0", "~")
-	switch p := parent.(type) {
-	case map[string]any:
-		delete(p, key)
-	case []any:
-		if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(p) {
-			p[i] = nil
-		}
-	}
-	return root
 }
 
 func dedupe(vs []Violation) []Violation {

@@ -4,8 +4,42 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sync"
 	"unicode/utf8"
 )
+
+// patterns caches compiled patterns: the same few patterns are checked
+// again and again (every answer, every validation of a workflow). The cache
+// is bounded because patterns may come from untrusted workflows.
+var patterns = struct {
+	sync.Mutex
+	m map[string]patternResult
+}{m: map[string]patternResult{}}
+
+type patternResult struct {
+	re  *regexp.Regexp
+	err error
+}
+
+const maxCachedPatterns = 1024
+
+// compilePattern compiles an RE2 pattern, once per distinct pattern.
+func compilePattern(p string) (*regexp.Regexp, error) {
+	patterns.Lock()
+	r, ok := patterns.m[p]
+	patterns.Unlock()
+	if ok {
+		return r.re, r.err
+	}
+	re, err := regexp.Compile(p)
+	patterns.Lock()
+	if len(patterns.m) >= maxCachedPatterns {
+		clear(patterns.m)
+	}
+	patterns.m[p] = patternResult{re, err}
+	patterns.Unlock()
+	return re, err
+}
 
 // CheckInput reports the ways a value breaks an input's declaration (type,
 // enum, pattern, bounds, lengths), or nil when it satisfies it.
@@ -19,7 +53,7 @@ func CheckInput(in *Input, v any) []string {
 	}
 	if s, ok := v.(string); ok {
 		if in.Pattern != "" {
-			if re, err := regexp.Compile(in.Pattern); err == nil && !re.MatchString(s) {
+			if re, err := compilePattern(in.Pattern); err == nil && !re.MatchString(s) {
 				probs = append(probs, fmt.Sprintf("must match the pattern %s", in.Pattern))
 			}
 		}
@@ -76,7 +110,7 @@ func CheckAnswer(q *Ask, list []Choice, v any) []string {
 	switch x := v.(type) {
 	case string:
 		if q.Pattern != "" {
-			if re, err := regexp.Compile(q.Pattern); err == nil && !re.MatchString(x) {
+			if re, err := compilePattern(q.Pattern); err == nil && !re.MatchString(x) {
 				probs = append(probs, fmt.Sprintf("must match the pattern %s", q.Pattern))
 			}
 		}
