@@ -210,16 +210,25 @@ func (c *checker) step(s *Step, sc *scope) {
 // kind takes.
 func (c *checker) kind(s *Step) {
 	ks := s.kinds()
+	name := "this step"
+	if s.ID != "" {
+		name = fmt.Sprintf("step %q", s.ID)
+	}
 	switch {
 	case len(ks) == 0:
-		if c.src.ValuePos(s.Path) == c.src.ValuePos(s.Path+"/id") && s.ID == "" {
-			// Nothing but a malformed value; the schema reported it.
-			return
+		raw, isMap := lookup(c.src.Value, s.Path).(map[string]any)
+		if !isMap {
+			return // not a step at all: the schema reports it
 		}
-		c.at(s.Path, RuleStepKind, fmt.Sprintf("step %q does nothing: give it exactly one of %s", s.ID, strings.Join(Kinds, ", ")), "")
+		for _, k := range Kinds {
+			if _, present := raw[k]; present {
+				return // a kind with a value of the wrong type: the schema reports it
+			}
+		}
+		c.at(s.Path, RuleStepKind, fmt.Sprintf("%s does nothing: give it exactly one of %s", name, strings.Join(Kinds, ", ")), "")
 		return
 	case len(ks) > 1:
-		c.at(s.Path, RuleStepKind, fmt.Sprintf("step %q has %d kinds (%s); a step has exactly one: split it into several steps", s.ID, len(ks), strings.Join(ks, ", ")), "")
+		c.at(s.Path, RuleStepKind, fmt.Sprintf("%s has %d kinds (%s); a step has exactly one: split it into several steps", name, len(ks), strings.Join(ks, ", ")), "")
 		return
 	}
 	k := ks[0]

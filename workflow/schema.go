@@ -293,8 +293,12 @@ func (t *translator) subject(ptr string) string {
 	if ptr == "" {
 		return "the workflow"
 	}
-	last := ptr[strings.LastIndexByte(ptr, '/')+1:]
-	return fmt.Sprintf("%q", strings.ReplaceAll(strings.ReplaceAll(last, "~1", "/"), "~0", "~"))
+	last := unescapePointer(ptr[strings.LastIndexByte(ptr, '/')+1:])
+	if _, err := strconv.Atoi(last); err == nil {
+		parent := parentPointer(ptr)
+		return fmt.Sprintf("item %s of %s", last, t.subject(parent))
+	}
+	return fmt.Sprintf("%q", last)
 }
 
 func article(types []string) string {
