@@ -3,6 +3,7 @@ package expr
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,47 @@ func Eval(src string, env map[string]any) (any, error) {
 	if err != nil {
 		return nil, &EvalError{Expr: src, Err: err}
 	}
-	return v, nil
+	return normalize(v), nil
+}
+
+// normalize turns the maps some builtins build (fromPairs, groupBy:
+// map[any]any, map[K]V) into the JSON data model's map[string]any, so
+// results can be stored, rendered and serialized.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case nil, string, bool, int, int64, float64:
+		return v
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalize(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalize(e)
+		}
+		return x
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Map:
+		out := make(map[string]any, rv.Len())
+		it := rv.MapRange()
+		for it.Next() {
+			out[Text(it.Key().Interface())] = normalize(it.Value().Interface())
+		}
+		return out
+	case reflect.Slice, reflect.Array:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return v // bytes
+		}
+		out := make([]any, rv.Len())
+		for i := range out {
+			out[i] = normalize(rv.Index(i).Interface())
+		}
+		return out
+	}
+	return v
 }
 
 // Render evaluates a template. A template that is exactly one expression

@@ -74,3 +74,20 @@ func TestTruthy(t *testing.T) {
 		}
 	}
 }
+
+func TestEvalNormalizesMaps(t *testing.T) {
+	v, err := Render("${{ fromPairs([['a', 1]]) }}", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(v, map[string]any{"a": 1}) {
+		t.Fatalf("got %#v", v)
+	}
+	s, err := Render("x ${{ groupBy([1, 2, 3], # % 2) }}", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != `x {"0":[2],"1":[1,3]}` {
+		t.Fatalf("got %q", s)
+	}
+}

@@ -6,8 +6,9 @@ import (
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
-	"github.com/expr-lang/expr/parser"
 )
 
 // Ref is a reference to a variable of the evaluation context, such as
@@ -35,7 +36,8 @@ type Analysis struct {
 	Calls []Call
 }
 
-// SyntaxError is an expression that does not parse.
+// SyntaxError is an expression that does not parse or cannot work
+// whatever the data (wrong number of arguments, mismatched constant types).
 type SyntaxError struct {
 	// Offset is the byte offset within the expression.
 	Offset  int
@@ -48,7 +50,12 @@ func (e *SyntaxError) Error() string { return e.Message }
 // makes. Names bound inside the expression (let, predicate pointers) are not
 // references.
 func Analyze(src string) (*Analysis, error) {
-	tree, err := parser.Parse(src)
+	// Parse and type-check (without an environment, so only what is
+	// knowable statically: arity of builtins, operations on constants,
+	// redeclared names). Evaluation is not needed for that.
+	cfg := conf.CreateNew()
+	cfg.MaxNodes = MaxNodes
+	tree, err := checker.ParseCheck(src, cfg)
 	if err != nil {
 		return nil, syntaxError(src, err)
 	}

@@ -242,13 +242,25 @@ func (c *checker) kind(s *Step) {
 			}
 		}
 		c.add(Violation{Path: s.Path + "/" + field, Pos: c.src.KeyPos(s.Path + "/" + field), Rule: RuleStepKind,
-			Message: fmt.Sprintf("%q does not apply to %s steps; it is for %s steps", field, k, strings.Join(kinds, " and "))})
+			Message: fmt.Sprintf("%q does not apply to %s steps; it is for %s steps", field, k, joinAnd(kinds))})
 	}
 	only("with", s.With != nil, KindUses, KindWorkflow)
 	only("steps", s.Steps != nil, KindForeach)
 	only("concurrency", s.Concurrency != 0, KindForeach, KindParallel)
 	only("retry", s.Retry != nil, KindUses, KindWorkflow)
 	only("repeat", s.Repeat != nil, KindUses, KindWorkflow)
+	only("compensate", s.Compensate != nil, KindUses, KindWorkflow)
+	only("timeout", s.Timeout != "", KindUses, KindWorkflow, KindAsk, KindAgent, KindParallel, KindForeach)
+	only("continue_on_error", s.ContinueOnError, KindUses, KindWorkflow, KindAgent, KindParallel, KindForeach)
+	if k == KindForeach {
+		if str, ok := s.Foreach.(string); ok {
+			segs, err := expr.Scan(str)
+			if _, single := expr.Single(segs); err == nil && !single {
+				c.at(s.Path+"/foreach", RuleType, "foreach takes a list, or one ${{ }} expression that yields a list",
+					fmt.Sprintf("write foreach: ${{ … }} or a YAML list, not %q", str))
+			}
+		}
+	}
 	if k == KindForeach && s.Steps == nil {
 		c.at(s.Path, RuleRequired, fmt.Sprintf("foreach step %q needs a body: add steps: [...]", s.ID), "")
 	}
@@ -325,9 +337,15 @@ func (c *checker) input(name string, in *Input) {
 	if in.Type == "" {
 		return
 	}
+	bare := *in
+	bare.Enum = nil
 	for i, e := range in.Enum {
 		if !hasType(e, in.Type) {
 			c.at(fmt.Sprintf("%s/enum/%d", p, i), RuleDefault, fmt.Sprintf("enum value %v of input %q is not %s", e, name, article([]string{in.Type})), "")
+			continue
+		}
+		for _, prob := range CheckInput(&bare, e) {
+			c.at(fmt.Sprintf("%s/enum/%d", p, i), RuleConstraint, fmt.Sprintf("enum value %v of input %q can never be accepted: it %s", e, name, prob), "")
 		}
 	}
 	if in.HasDefault && in.Default != nil {
@@ -387,6 +405,9 @@ func (c *checker) ask(p string, a *Ask, field bool) {
 		} else if typ != "string" {
 			c.at(p+"/pattern", RuleConstraint, fmt.Sprintf("pattern applies to string questions, and this one is %s", typ), "")
 		}
+	}
+	if (a.Min != nil || a.Max != nil) && (typ == "boolean" || typ == "choice") {
+		c.at(p, RuleConstraint, fmt.Sprintf("min/max apply to string (length), integer, number and multi-choice (picks) questions, and this one is %s", typ), "")
 	}
 	if a.Min != nil && a.Max != nil && *a.Min > *a.Max {
 		c.at(p+"/min", RuleConstraint, fmt.Sprintf("min %v is greater than max %v", *a.Min, *a.Max), "")
@@ -522,4 +543,12 @@ func (c *checker) retryDurations(p string, r *Retry) {
 	if back > 0 && max > 0 && back > max {
 		c.at(p+"/max_backoff", RuleConstraint, fmt.Sprintf("max_backoff %s is shorter than backoff %s", r.MaxBackoff, r.Backoff), "")
 	}
+}
+
+// joinAnd joins words as "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }

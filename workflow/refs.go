@@ -249,7 +249,7 @@ func (c *checker) expression(p string, base int, src string, sc *scope) {
 			off = se.Offset
 		}
 		c.add(Violation{Path: p, Pos: c.src.OffsetPos(p, base+off), Rule: RuleExpression,
-			Message: fmt.Sprintf("expression %q does not parse: %s", strings.TrimSpace(src), msg)})
+			Message: fmt.Sprintf("expression %q is invalid: %s", strings.TrimSpace(src), msg)})
 		return
 	}
 	for _, call := range a.Calls {

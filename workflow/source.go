@@ -51,33 +51,37 @@ func Parse(data []byte) (*Source, []Violation) {
 	if !utf8.Valid(data) {
 		return nil, []Violation{{Path: "", Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "the file is not valid UTF-8 text"}}
 	}
+	var root *yaml.Node
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
 		src.Format = "json"
 		if v := src.jsonSyntax(); v != nil {
 			return nil, []Violation{*v}
 		}
-		// YAML is a superset of JSON except for tabs as separators; blank
-		// them (outside strings) so that columns stay the same.
-		data = detab(data)
-	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if err.Error() == "EOF" {
-			return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "the file is empty"}}
+		n, err := parseJSON(data)
+		if err != nil {
+			return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "invalid JSON: " + err.Error()}}
 		}
-		return nil, []Violation{yamlSyntax(err)}
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, []Violation{{Pos: Pos{extra.Line, extra.Column}, Rule: RuleSyntax, Message: "the file holds more than one YAML document; a workflow is one document"}}
+		root = n
+	} else {
+		var doc yaml.Node
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		if err := dec.Decode(&doc); err != nil {
+			if err.Error() == "EOF" {
+				return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "the file is empty"}}
+			}
+			return nil, []Violation{yamlSyntax(err)}
+		}
+		var extra yaml.Node
+		if err := dec.Decode(&extra); err == nil {
+			return nil, []Violation{{Pos: Pos{extra.Line, extra.Column}, Rule: RuleSyntax, Message: "the file holds more than one YAML document; a workflow is one document"}}
+		}
+		root = &doc
+		if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+			root = root.Content[0]
+		}
 	}
 	b := builder{src: src}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
 	src.root = root
 	src.Value = b.value(root, "", 0)
 	if b.tooDeep {
@@ -340,24 +344,6 @@ func (s *Source) jsonSyntax() *Violation {
 	return &Violation{Pos: s.posOfOffset(int(off)), Rule: RuleSyntax, Message: "invalid JSON: " + strings.TrimPrefix(msg, "invalid character ")}
 }
 
-// detab replaces tab characters outside JSON strings with spaces.
-func detab(data []byte) []byte {
-	out := make([]byte, len(data))
-	copy(out, data)
-	in := false
-	for i := 0; i < len(out); i++ {
-		switch c := out[i]; {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case !in && c == '\t':
-			out[i] = ' '
-		}
-	}
-	return out
-}
-
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func yamlSyntax(err error) Violation {
@@ -466,7 +452,7 @@ func (b *builder) scalar(n *yaml.Node, ptr string, pos Pos) any {
 			return false
 		}
 		b.add(ptr, pos, RuleSyntax, "invalid boolean "+strconv.Quote(n.Value))
-		return nil
+		return n.Value
 	case "!!int":
 		v := strings.ReplaceAll(n.Value, "_", "")
 		if i, err := strconv.ParseInt(v, 0, 64); err == nil {
@@ -486,7 +472,8 @@ func (b *builder) scalar(n *yaml.Node, ptr string, pos Pos) any {
 		return f
 	}
 	b.add(ptr, pos, RuleSyntax, fmt.Sprintf("unsupported YAML tag %s; quote the value to make it a string", n.Tag))
-	return nil
+	// Keep the text so that the tag is the only thing reported.
+	return n.Value
 }
 
 func escapePointer(s string) string {
