@@ -1,0 +1,269 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// PutVersion records a workflow version (a no-op when it exists).
+func (s *Store) PutVersion(ctx context.Context, v store.Version) error {
+	at := v.CreatedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO versions (version, name, definition, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (version) DO NOTHING`,
+		v.Version, v.Name, v.Definition, nanos(at))
+	if err != nil {
+		return fmt.Errorf("put version %s: %w", v.Version, err)
+	}
+	return nil
+}
+
+// GetVersion reads a workflow version.
+func (s *Store) GetVersion(ctx context.Context, version string) (store.Version, error) {
+	var v store.Version
+	var at int64
+	err := s.r.QueryRowContext(ctx, `SELECT version, name, definition, created_at FROM versions WHERE version = ?`, version).
+		Scan(&v.Version, &v.Name, &v.Definition, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, fmt.Errorf("get version %s: %w", version, store.ErrNotFound)
+	}
+	if err != nil {
+		return v, fmt.Errorf("get version %s: %w", version, err)
+	}
+	v.CreatedAt = fromNanos(at)
+	return v, nil
+}
+
+// CreateRun inserts a run and its first events in one transaction.
+func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event) (store.CommitResult, error) {
+	var res store.CommitResult
+	now := time.Now()
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)`,
+			r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
+			nullString(r.ParentID), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
+		if err != nil {
+			if isConstraint(err) {
+				if strings.Contains(err.Error(), "FOREIGN KEY") {
+					return fmt.Errorf("version %s is not recorded: %w", r.Version, store.ErrNotFound)
+				}
+				return store.ErrExists
+			}
+			return err
+		}
+		res.Rev = 1
+		seqs, err := appendEvents(ctx, tx, r.ID, 0, events, now)
+		res.EventSeqs = seqs
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return res, nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func isConstraint(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "constraint failed")
+}
+
+const runColumns = `id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at`
+
+func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
+	var r store.Run
+	var parent sql.NullString
+	var created, updated int64
+	var finished sql.NullInt64
+	err := sc.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, (*[]byte)((*[]byte)(&r.Inputs)), (*[]byte)((*[]byte)(&r.Outputs)), (*[]byte)((*[]byte)(&r.Error)), (*[]byte)((*[]byte)(&r.State)), &parent, &r.Rev, &r.EventSeq, &created, &updated, &finished)
+	if err != nil {
+		return r, err
+	}
+	r.ParentID = parent.String
+	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), nullNanos(finished)
+	return r, nil
+}
+
+// GetRun reads a run.
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("get run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns pages through runs, newest first.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > 1000 {
+		limit = 1000
+	}
+	var where []string
+	var args []any
+	if f.Workflow != "" {
+		where = append(where, "workflow = ?")
+		args = append(args, f.Workflow)
+	}
+	if len(f.Status) > 0 {
+		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Status)), ",")+")")
+		for _, st := range f.Status {
+			args = append(args, st)
+		}
+	}
+	if f.ParentID != "" {
+		where = append(where, "parent_id = ?")
+		args = append(args, f.ParentID)
+	}
+	if !f.CreatedAfter.IsZero() {
+		where = append(where, "created_at > ?")
+		args = append(args, nanos(f.CreatedAfter))
+	}
+	if !f.CreatedBefore.IsZero() {
+		where = append(where, "created_at < ?")
+		args = append(args, nanos(f.CreatedBefore))
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
+		args = append(args, at, at, id)
+	}
+	q := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	args = append(args, limit+1)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(nanos(last.CreatedAt), last.ID)
+	}
+	return out, next, nil
+}
+
+func encodeCursor(at int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%d/%s", at, id)))
+}
+
+// ErrBadCursor is returned for a cursor this store did not produce.
+var ErrBadCursor = errors.New("invalid cursor")
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", ErrBadCursor
+	}
+	at, id, ok := strings.Cut(string(b), "/")
+	if !ok {
+		return 0, "", ErrBadCursor
+	}
+	var n int64
+	if _, err := fmt.Sscan(at, &n); err != nil {
+		return 0, "", ErrBadCursor
+	}
+	return n, id, nil
+}
+
+// RunIDsByStatus lists run ids by status.
+func (s *Store) RunIDsByStatus(ctx context.Context, statuses ...string) ([]string, error) {
+	if len(statuses) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(statuses))
+	for i, st := range statuses {
+		args[i] = st
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN (`+strings.TrimSuffix(strings.Repeat("?,", len(statuses)), ",")+`) ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("runs by status: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func appendEvents(ctx context.Context, tx *sql.Tx, runID string, lastSeq int64, events []store.Event, now time.Time) ([]int64, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	seqs := make([]int64, len(events))
+	for i, e := range events {
+		seq := lastSeq + int64(i) + 1
+		at := e.At
+		if at.IsZero() {
+			at = now
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events (run_id, seq, type, step_id, data, at) VALUES (?, ?, ?, ?, ?, ?)`,
+			runID, seq, e.Type, nullString(e.StepID), blob(e.Data), nanos(at)); err != nil {
+			return nil, fmt.Errorf("append event %s: %w", e.Type, err)
+		}
+		seqs[i] = seq
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET event_seq = ? WHERE id = ?`, lastSeq+int64(len(events)), runID); err != nil {
+		return nil, err
+	}
+	return seqs, nil
+}

@@ -1,0 +1,149 @@
+// Package sqlite is the embedded SQLite backend of the store: WAL, one
+// writer connection (SQLite has one writer anyway; a single connection
+// avoids busy-waiting between our own goroutines) and a pool of read-only
+// connections, synchronous=FULL unless told otherwise.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+
+	"stepwise.dev/stepwise/store"
+)
+
+// Durability settings.
+const (
+	// Full fsyncs every commit: a committed step survives power loss.
+	Full = "full"
+	// Normal fsyncs at checkpoints: a committed step survives a crash of
+	// the process but the last commits may be lost on power loss.
+	Normal = "normal"
+)
+
+// Options tune the database.
+type Options struct {
+	// Durability is Full (default) or Normal.
+	Durability string
+	// BusyTimeout bounds how long a connection waits for a lock held by
+	// another process (default 10s).
+	BusyTimeout time.Duration
+	// Readers is the size of the read pool (default: number of CPUs, at
+	// least 2).
+	Readers int
+}
+
+// Store is the SQLite store.
+type Store struct {
+	w *sql.DB // the one writer connection
+	r *sql.DB // read-only pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and applies
+// migrations.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	sync := "FULL"
+	switch opts.Durability {
+	case "", Full:
+	case Normal:
+		sync = "NORMAL"
+	default:
+		return nil, fmt.Errorf("open store: durability %q: want %q or %q", opts.Durability, Full, Normal)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	readers := opts.Readers
+	if readers <= 0 {
+		readers = max(runtime.NumCPU(), 2)
+	}
+	dsn := func(readOnly bool) string {
+		q := url.Values{}
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+sync+")")
+		q.Add("_pragma", "foreign_keys(1)")
+		if readOnly {
+			q.Add("_pragma", "query_only(1)")
+		} else {
+			q.Set("_txlock", "immediate")
+		}
+		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn(false))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	return &Store{w: w, r: r}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Writer exposes the writer connection for benchmarks that compare the
+// engine with raw commits on the same database.
+func (s *Store) Writer() *sql.DB { return s.w }
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func nullNanos(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromNanos(n.Int64)
+}
+
+func nullable(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func blob(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,263 @@
+// Package store defines how stepwise keeps runs: the Store interface that
+// every backend implements (store/sqlite now, store/postgres later) and the
+// records it holds. The semantics are pinned down by one conformance suite,
+// store/storetest, that every backend must pass.
+//
+// The central operation is Commit: everything that one step of a run
+// changes (the run's status and position, the step's result, its events, a
+// pause opened or answered, a wake-up) is written in one transaction, so a
+// crash either keeps all of it or none of it.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors a Store returns; backends wrap them with context.
+var (
+	// ErrNotFound: no such run, version, pause.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the run changed since it was read (revision mismatch).
+	ErrConflict = errors.New("conflict: the run changed concurrently")
+	// ErrPauseClosed: the pause was already answered or canceled.
+	ErrPauseClosed = errors.New("pause already closed")
+	// ErrExists: the record already exists.
+	ErrExists = errors.New("already exists")
+)
+
+// Run statuses.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCanceled  = "canceled"
+)
+
+// Finished reports whether a run status is final.
+func Finished(status string) bool {
+	return status == StatusSucceeded || status == StatusFailed || status == StatusCanceled
+}
+
+// Version is a workflow definition as a run pinned it: runs keep the exact
+// definition they started with, whatever happens to the file later.
+type Version struct {
+	Version    string // sha256:…
+	Name       string
+	Definition []byte // canonical JSON
+	CreatedAt  time.Time
+}
+
+// Run is a run's row.
+type Run struct {
+	ID       string
+	Workflow string
+	Version  string
+	Status   string
+	// Inputs are the resolved inputs; secret values are sealed or kept as
+	// $NAME references, never in clear.
+	Inputs json.RawMessage
+	// Outputs are set when the run succeeds (secrets masked).
+	Outputs json.RawMessage
+	// Error is set when the run fails: {"message", "step_id", ...}.
+	Error json.RawMessage
+	// State is the engine's position (cursor, visits, …) as JSON; the
+	// store does not interpret it.
+	State json.RawMessage
+	// ParentID links a sub-workflow run to its parent.
+	ParentID string
+	// Rev increases with every commit; Commit checks it.
+	Rev int64
+	// EventSeq is the sequence number of the run's last event.
+	EventSeq   int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt time.Time // zero while not finished
+}
+
+// Step is the recorded result of one execution of a step. Key identifies
+// the step instance (its id, or a path for nested instances such as
+// foreach items); Visit counts executions of the same key (goto loops).
+type Step struct {
+	RunID      string
+	Key        string
+	Visit      int
+	StepID     string
+	Status     string // succeeded, failed, skipped
+	Output     json.RawMessage
+	Answer     json.RawMessage
+	Error      string
+	Attempts   int
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Attempt is one try of a step.
+type Attempt struct {
+	RunID      string
+	Key        string
+	Visit      int
+	Attempt    int
+	Status     string
+	Error      string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Event is an append-only record of something that happened in a run.
+type Event struct {
+	RunID  string
+	Seq    int64 // assigned by the store, per run, from 1
+	Type   string
+	StepID string
+	Data   json.RawMessage
+	At     time.Time
+}
+
+// Pause statuses.
+const (
+	PauseOpen     = "open"
+	PauseAnswered = "answered"
+	PauseCanceled = "canceled"
+)
+
+// Pause is a run waiting for a person (question) or the agent.
+type Pause struct {
+	RunID     string
+	Seq       int64 // per run, from 1; bound into the token
+	StepKey   string
+	Visit     int
+	Kind      string // question | agent
+	Request   json.RawMessage
+	Status    string
+	ExpiresAt time.Time
+	CreatedAt time.Time
+	// Answer and AnsweredAt are set when the pause is answered; secret
+	// answers are sealed.
+	Answer     json.RawMessage
+	AnsweredAt time.Time
+}
+
+// Answer is a value submitted for a pause. IDs are unique and increase in
+// submission order across the store.
+type Answer struct {
+	ID       int64
+	RunID    string
+	PauseSeq int64
+	StepKey  string
+	Value    json.RawMessage
+	At       time.Time
+}
+
+// Timer is a durable wake-up: the run must be resumed at WakeAt.
+type Timer struct {
+	RunID  string
+	Key    string
+	WakeAt time.Time
+}
+
+// RunUpdate is the new state of a run in a commit. Nil fields are left as
+// they are.
+type RunUpdate struct {
+	Status     string // "" keeps the status
+	State      json.RawMessage
+	Outputs    json.RawMessage
+	Error      json.RawMessage
+	FinishedAt time.Time
+}
+
+// Commit is everything one step of a run changes, written atomically.
+type Commit struct {
+	RunID string
+	// Rev must equal the run's current revision, else ErrConflict and
+	// nothing is written.
+	Rev int64
+	Run RunUpdate
+	// Steps are upserted by (RunID, Key, Visit).
+	Steps    []Step
+	Attempts []Attempt
+	// Events are appended in order; the store assigns their Seq.
+	Events []Event
+	// OpenPause is inserted (its Seq must be new for the run).
+	OpenPause *Pause
+	// ClosePause answers or cancels an open pause; if it is not open the
+	// commit fails with ErrPauseClosed and nothing is written.
+	ClosePause *PauseClose
+	// Answer is recorded with a new, increasing ID.
+	Answer *Answer
+	// SetTimers and ClearTimers manage wake-ups (by Key).
+	SetTimers   []Timer
+	ClearTimers []string
+}
+
+// PauseClose closes a pause.
+type PauseClose struct {
+	Seq    int64
+	Status string // PauseAnswered or PauseCanceled
+	Answer json.RawMessage
+	At     time.Time
+}
+
+// CommitResult reports what a commit assigned.
+type CommitResult struct {
+	Rev       int64
+	EventSeqs []int64
+	AnswerID  int64
+}
+
+// RunFilter selects runs for List.
+type RunFilter struct {
+	Workflow string
+	Status   []string
+	ParentID string
+	// CreatedAfter/CreatedBefore bound the creation time (zero: unbounded).
+	CreatedAfter, CreatedBefore time.Time
+	// Limit caps the page (default 50, max 1000); Cursor continues a
+	// previous page.
+	Limit  int
+	Cursor string
+}
+
+// Store keeps workflow versions, runs and their history.
+type Store interface {
+	// PutVersion records a workflow version; recording an existing one is
+	// a no-op.
+	PutVersion(ctx context.Context, v Version) error
+	GetVersion(ctx context.Context, version string) (Version, error)
+
+	// CreateRun inserts a new run with its first events. The run's ID must
+	// be new (ErrExists otherwise).
+	CreateRun(ctx context.Context, r Run, events []Event) (CommitResult, error)
+	GetRun(ctx context.Context, id string) (Run, error)
+	// ListRuns returns runs, newest first, and a cursor for the next page
+	// ("" when there is none).
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, string, error)
+	// RunIDsByStatus lists the ids of runs in the given statuses (for
+	// recovery).
+	RunIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
+
+	// Commit applies one step's changes atomically.
+	Commit(ctx context.Context, c Commit) (CommitResult, error)
+
+	// Steps returns the recorded step results of a run in the order they
+	// were recorded.
+	Steps(ctx context.Context, runID string) ([]Step, error)
+	Attempts(ctx context.Context, runID string) ([]Attempt, error)
+	// Events returns events with Seq > after, in order (limit <= 0: all).
+	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
+	GetPause(ctx context.Context, runID string, seq int64) (Pause, error)
+	// OpenPauses returns the open pauses of a run.
+	OpenPauses(ctx context.Context, runID string) ([]Pause, error)
+	// Answers returns the answers of a run in submission order.
+	Answers(ctx context.Context, runID string) ([]Answer, error)
+	// DueTimers returns timers whose wake time is at or before now.
+	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
+	// NextTimer returns the earliest timer (ok false when there is none).
+	NextTimer(ctx context.Context) (Timer, bool, error)
+
+	Close() error
+}
