@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/store/sqlite"
+)
+
+// More exit codes (see also ExitOK, ExitInvalid, ExitUsage).
+const (
+	ExitWaiting     = 3   // the run waits for an answer that was not given
+	ExitInterrupted = 130 // Ctrl-C: the run stays resumable
+)
+
+// globals are the flags every command that touches the home has.
+type globals struct {
+	home       string
+	durability string
+}
+
+func (g *globals) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&g.home, "home", "", "home directory (default $STEPWISE_HOME or ~/.stepwise)")
+	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
+}
+
+func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Service, error) {
+	if g.durability != sqlite.Full && g.durability != sqlite.Normal {
+		return nil, usageErr("--durability %q: use full or normal", g.durability)
+	}
+	svc, err := service.Open(ctx, service.Options{Home: g.home, Durability: g.durability, ActionOutput: actionOutput})
+	if err != nil {
+		return nil, &exitError{code: ExitUsage, msg: err.Error()}
+	}
+	return svc, nil
+}
+
+// describe turns an error into the CLI's message and exit code: engine
+// errors the caller can act on exit 1 with their violations listed.
+func describe(err error) *exitError {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee
+	}
+	var e *engine.Error
+	if errors.As(err, &e) {
+		var b strings.Builder
+		b.WriteString(e.Message)
+		for _, v := range e.Violations {
+			b.WriteString("\n  ")
+			if v.Path != "" {
+				b.WriteString(v.Path + ": ")
+			}
+			b.WriteString(v.Message)
+			if v.Hint != "" {
+				b.WriteString(" (hint: " + v.Hint + ")")
+			}
+		}
+		if e.Suggestion != "" && len(e.Violations) == 0 {
+			b.WriteString(" (" + e.Suggestion + ")")
+		}
+		code := ExitInvalid
+		if e.Category == engine.CategoryNotFound {
+			code = ExitUsage
+		}
+		return &exitError{code: code, msg: b.String()}
+	}
+	return &exitError{code: ExitInvalid, msg: fmt.Sprint(err)}
+}

@@ -1,0 +1,402 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// errInterrupted: the step was interrupted (shutdown or cancel) and nothing
+// was recorded; the run resumes from the same step.
+var errInterrupted = errors.New("interrupted")
+
+// maxVisits bounds how often any step may run in one run, whatever the
+// workflow says, so that no loop runs forever.
+const maxVisits = 10_000
+
+// drive advances a run until it waits, finishes, or the engine stops.
+func (e *Engine) drive(ctx context.Context, runID string) {
+	for attempt := 0; ; attempt++ {
+		rs, err := e.load(ctx, runID)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Error("load run", "run_id", runID, "err", err)
+			}
+			return
+		}
+		if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
+			return
+		}
+		err = e.advanceAll(ctx, rs)
+		switch {
+		case err == nil, errors.Is(err, errInterrupted), ctx.Err() != nil:
+			return
+		case errors.Is(err, store.ErrConflict) && attempt < 5:
+			continue // the run changed under us (cancel, continue): reload
+		default:
+			e.log.Error("advance run", "run_id", runID, "err", rs.mask.MaskError(err))
+			return
+		}
+	}
+}
+
+func (e *Engine) advanceAll(ctx context.Context, rs *runState) error {
+	for rs.run.Status == store.StatusRunning || rs.run.Status == store.StatusPending {
+		if e.isStopping() || ctx.Err() != nil {
+			return errInterrupted
+		}
+		if err := e.advance(ctx, rs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// advance executes the step at the cursor (or finishes the run) and
+// commits the outcome.
+func (e *Engine) advance(ctx context.Context, rs *runState) error {
+	if rs.state.Cursor >= len(rs.wf.Steps) {
+		return e.succeed(ctx, rs)
+	}
+	s := rs.wf.Steps[rs.state.Cursor]
+	sx := &stepExec{s: s, key: s.ID, visit: rs.state.Visits[s.ID] + 1, started: e.now().UTC()}
+	env := rs.env(e.lookupEnv)
+	if limit := s.MaxVisits; (limit > 0 && sx.visit > limit) || sx.visit > maxVisits {
+		if limit == 0 {
+			limit = maxVisits
+		}
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("step %q would run for the %d. time; its limit is %d (max_visits)", s.ID, sx.visit, limit), true)
+	}
+	if s.If != "" {
+		ok, err := condition(string(s.If), env)
+		if err != nil {
+			return e.stepFailed(ctx, rs, sx, "if: "+err.Error(), false)
+		}
+		if !ok {
+			return e.skip(ctx, rs, sx)
+		}
+	}
+	switch s.Kind() {
+	case workflow.KindUses:
+		return e.runAction(ctx, rs, sx, env)
+	case workflow.KindAsk:
+		return e.ask(ctx, rs, sx, env)
+	case workflow.KindAgent:
+		return e.agent(ctx, rs, sx, env)
+	case workflow.KindFail:
+		msg, err := expr.Render(*s.Fail, env)
+		if err != nil {
+			msg = *s.Fail
+		}
+		return e.stepFailed(ctx, rs, sx, expr.Text(msg), true)
+	case workflow.KindSwitch:
+		return e.branch(ctx, rs, sx, env)
+	default:
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("%s steps are not supported by this version of the engine", s.Kind()), true)
+	}
+}
+
+// stepExec is one execution of a step.
+type stepExec struct {
+	s       *workflow.Step
+	key     string
+	visit   int
+	started time.Time
+}
+
+func (sx *stepExec) idempotencyKey(runID string, attempt int) string {
+	if sx.visit > 1 {
+		return fmt.Sprintf("%s/%s#%d/%d", runID, sx.key, sx.visit, attempt)
+	}
+	return fmt.Sprintf("%s/%s/%d", runID, sx.key, attempt)
+}
+
+// next returns a copy of the state with the step counted as visited and
+// the cursor moved to cursor.
+func (rs *runState) next(sx *stepExec, cursor int) State {
+	st := rs.state
+	st.Visits = maps.Clone(rs.state.Visits)
+	if st.Visits == nil {
+		st.Visits = map[string]int{}
+	}
+	st.Visits[sx.s.ID] = sx.visit
+	st.Cursor = cursor
+	return st
+}
+
+// commit writes c with the given next state; on success the in-memory run
+// follows and the events are published.
+func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next State) error {
+	c.RunID = rs.run.ID
+	c.Rev = rs.run.Rev
+	state, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	c.Run.State = state
+	res, err := e.store.Commit(ctx, c)
+	if err != nil {
+		return err
+	}
+	rs.run.Rev = res.Rev
+	rs.run.State = state
+	rs.lastAnswerID = res.AnswerID
+	if c.Run.Status != "" {
+		rs.run.Status = c.Run.Status
+	}
+	if len(c.Run.Error) > 0 {
+		rs.run.Error = c.Run.Error
+	}
+	rs.state = next
+	e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
+	return nil
+}
+
+func (e *Engine) publish(runID, status string, events []store.Event, seqs []int64) {
+	out := make([]Event, len(events))
+	for i, ev := range events {
+		out[i] = Event{RunID: runID, Type: ev.Type, StepID: ev.StepID, Data: ev.Data, At: ev.At, Status: status}
+		if i < len(seqs) {
+			out[i].Seq = seqs[i]
+		}
+	}
+	e.bus.publish(out...)
+}
+
+func (e *Engine) event(rs *runState, typ, stepID string, data any, at time.Time) store.Event {
+	ev := store.Event{Type: typ, StepID: stepID, At: at}
+	if data != nil {
+		if b, err := maskedJSON(rs.mask, data); err == nil {
+			ev.Data = b
+		}
+	}
+	return ev
+}
+
+func (e *Engine) startEvent(rs *runState, sx *stepExec) store.Event {
+	return e.event(rs, EventStepStarted, sx.s.ID, map[string]any{"visit": sx.visit, "kind": sx.s.Kind()}, sx.started)
+}
+
+// skip records a step whose condition was false.
+func (e *Engine) skip(ctx context.Context, rs *runState, sx *stepExec) error {
+	now := e.now().UTC()
+	r := &result{Status: "skipped", Visit: sx.visit}
+	err := e.commit(ctx, rs, store.Commit{
+		Steps:  []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "skipped", StartedAt: sx.started, FinishedAt: now}},
+		Events: []store.Event{e.event(rs, EventStepSkipped, sx.s.ID, map[string]any{"visit": sx.visit}, now)},
+	}, rs.next(sx, rs.state.Cursor+1))
+	if err == nil {
+		rs.record(sx.s.ID, r)
+	}
+	return err
+}
+
+// succeedOpts tune how a completed step is recorded.
+type succeedOpts struct {
+	// answer is the stored (sealed when secret) answer of a question.
+	answer json.RawMessage
+	// started: the step.started event was committed earlier (with the
+	// pause the step opened).
+	started bool
+}
+
+// succeedStep records a completed step and moves the cursor.
+func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r *result, c store.Commit, cursor int, o succeedOpts) error {
+	now := e.now().UTC()
+	r.Status, r.Visit = "succeeded", sx.visit
+	if r.Attempts == 0 {
+		r.Attempts = 1
+	}
+	st := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "succeeded", Attempts: r.Attempts,
+		Answer: o.answer, StartedAt: sx.started, FinishedAt: now}
+	if r.Output != nil {
+		out, err := maskedJSON(rs.mask, r.Output)
+		if err != nil {
+			return e.stepFailed(ctx, rs, sx, "output is not JSON: "+err.Error(), false)
+		}
+		st.Output = out
+		// What later steps see is what a resumed run would see.
+		var masked any
+		_ = json.Unmarshal(out, &masked)
+		r.Output = masked
+	}
+	c.Steps = append(c.Steps, st)
+	c.Attempts = append(c.Attempts, store.Attempt{Key: sx.key, Visit: sx.visit, Attempt: r.Attempts, Status: "succeeded", StartedAt: sx.started, FinishedAt: now})
+	if !o.started {
+		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
+	}
+	c.Events = append(c.Events, e.event(rs, EventStepSucceeded, sx.s.ID, map[string]any{"visit": sx.visit}, now))
+	if err := e.commit(ctx, rs, c, rs.next(sx, cursor)); err != nil {
+		return err
+	}
+	rs.record(sx.s.ID, r)
+	return nil
+}
+
+// stepFailed records a failed step. Unless the step continues on error (or
+// fatal is set), the run fails.
+func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg string, fatal bool) error {
+	now := e.now().UTC()
+	msg = rs.mask.Mask(msg)
+	c := store.Commit{
+		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: 1, StartedAt: sx.started, FinishedAt: now}},
+		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: 1, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
+		Events: []store.Event{e.startEvent(rs, sx),
+			e.event(rs, EventStepFailed, sx.s.ID, map[string]any{"visit": sx.visit, "error": msg}, now)},
+	}
+	r := &result{Status: "failed", Error: msg, Attempts: 1, Visit: sx.visit}
+	if sx.s.ContinueOnError && !fatal {
+		if err := e.commit(ctx, rs, c, rs.next(sx, rs.state.Cursor+1)); err != nil {
+			return err
+		}
+		rs.record(sx.s.ID, r)
+		return nil
+	}
+	runErr, _ := json.Marshal(map[string]any{"message": msg, "step_id": sx.s.ID})
+	c.Run = store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now}
+	c.Events = append(c.Events, e.event(rs, EventRunFailed, sx.s.ID, map[string]any{"error": msg}, now))
+	if err := e.commit(ctx, rs, c, rs.next(sx, rs.state.Cursor)); err != nil {
+		return err
+	}
+	rs.record(sx.s.ID, r)
+	return nil
+}
+
+// succeed finishes the run: outputs are rendered and recorded.
+func (e *Engine) succeed(ctx context.Context, rs *runState) error {
+	now := e.now().UTC()
+	env := rs.env(e.lookupEnv)
+	outputs := map[string]any{}
+	for name, tmpl := range rs.wf.Outputs {
+		v, err := expr.RenderValue(tmpl, env)
+		if err != nil {
+			msg := rs.mask.Mask(fmt.Sprintf("output %q: %v", name, err))
+			runErr, _ := json.Marshal(map[string]any{"message": msg})
+			return e.commit(ctx, rs, store.Commit{
+				Run:    store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now},
+				Events: []store.Event{e.event(rs, EventRunFailed, "", map[string]any{"error": msg}, now)},
+			}, rs.state)
+		}
+		outputs[name] = v
+	}
+	out, err := maskedJSON(rs.mask, outputs)
+	if err != nil {
+		return err
+	}
+	return e.commit(ctx, rs, store.Commit{
+		Run:    store.RunUpdate{Status: store.StatusSucceeded, Outputs: out, FinishedAt: now},
+		Events: []store.Event{{Type: EventRunSucceeded, At: now, Data: out}},
+	}, rs.state)
+}
+
+// runAction executes a `uses` step.
+func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	s := sx.s
+	act, ok := e.actions.Get(s.Uses)
+	if !ok {
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("no action named %q", s.Uses), false)
+	}
+	var input map[string]any
+	if s.With != nil {
+		rendered, err := expr.RenderValue(s.With, env)
+		if err != nil {
+			return e.stepFailed(ctx, rs, sx, "with: "+err.Error(), false)
+		}
+		input, _ = rendered.(map[string]any)
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	callCtx := ctx
+	if s.Timeout != "" {
+		d, err := renderDuration(s.Timeout, env)
+		if err != nil {
+			return e.stepFailed(ctx, rs, sx, "timeout: "+err.Error(), false)
+		}
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: rs.run.Status})
+	out, err := act.Run(callCtx, actionCall(e, rs, sx, input))
+	if err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted // shutdown or cancel: nothing recorded, the step runs again
+		}
+		if callCtx.Err() == context.DeadlineExceeded {
+			err = fmt.Errorf("timed out after %s", s.Timeout)
+		}
+		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+	}
+	return e.succeedStep(ctx, rs, sx, &result{Output: toData(out)}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+}
+
+// toData converts an action's output to the JSON data model.
+func toData(v any) any {
+	switch v.(type) {
+	case nil, string, bool, int64, float64, map[string]any, []any:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// branch evaluates a switch: the first case that holds moves the cursor to
+// its target; none holding moves on.
+func (e *Engine) branch(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	for i, c := range sx.s.Switch {
+		if c.If != "" {
+			ok, err := condition(string(c.If), env)
+			if err != nil {
+				return e.stepFailed(ctx, rs, sx, fmt.Sprintf("case %d: %v", i+1, err), false)
+			}
+			if !ok {
+				continue
+			}
+		}
+		target := -1
+		for j, t := range rs.wf.Steps {
+			if t.ID == c.Goto {
+				target = j
+			}
+		}
+		if target < 0 {
+			return e.stepFailed(ctx, rs, sx, fmt.Sprintf("goto %q: no such step at this level", c.Goto), true)
+		}
+		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": c.Goto, "case": i}}, store.Commit{}, target, succeedOpts{})
+	}
+	return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": nil}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+}
+
+// condition evaluates a condition field.
+func condition(cond string, env map[string]any) (bool, error) {
+	src, _, err := expr.Condition(cond)
+	if err != nil {
+		return false, err
+	}
+	v, err := expr.Eval(src, env)
+	if err != nil {
+		return false, err
+	}
+	return expr.Truthy(v), nil
+}
+
+func renderDuration(tmpl string, env map[string]any) (time.Duration, error) {
+	v, err := expr.Render(tmpl, env)
+	if err != nil {
+		return 0, err
+	}
+	return workflow.ParseDuration(expr.Text(v))
+}

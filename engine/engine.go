@@ -1,0 +1,277 @@
+// Package engine is stepwise's run state machine: it starts runs, executes
+// their steps, pauses for people and agents, continues with their answers,
+// and survives crashes. Every completed step is committed to the store in
+// one transaction together with its events and the run's new position, so
+// execution is at-least-once (a crash mid-step re-runs the step) and
+// recording is exactly-once.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/secret"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/token"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Config wires an engine.
+type Config struct {
+	Store   store.Store
+	Actions *action.Registry
+	// Key is the server key: tokens are signed and secrets sealed with
+	// keys derived from it.
+	Key []byte
+	// TokenTTL is how long a pause's token stays valid (default 24h).
+	TokenTTL time.Duration
+	// LookupEnv reads the environment (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Logger receives the engine's logs (default: discard). Secrets are
+	// masked per run before anything reaches it.
+	Logger *slog.Logger
+	// ActionOutput receives actions' free-form output (default: discard).
+	ActionOutput io.Writer
+	// MaxParallelRuns bounds how many runs execute steps at once
+	// (default 64).
+	MaxParallelRuns int
+	// ShutdownGrace is how long Close waits for in-flight steps before
+	// interrupting them (default 5s).
+	ShutdownGrace time.Duration
+	// Now returns the time (default time.Now).
+	Now func() time.Time
+}
+
+// Engine executes runs.
+type Engine struct {
+	store     store.Store
+	actions   *action.Registry
+	signer    *token.Signer
+	sealer    *secret.Sealer
+	tokenTTL  time.Duration
+	lookupEnv func(string) (string, bool)
+	log       *slog.Logger
+	output    io.Writer
+	now       func() time.Time
+	grace     time.Duration
+	bus       *bus
+
+	defsMu  sync.Mutex
+	defs    map[string]*workflow.Workflow
+	schemas map[string]*jsonschema.Schema
+
+	sem chan struct{}
+
+	mu       sync.Mutex
+	active   map[string]*driver // runs being driven in this process
+	stopping bool
+	wg       sync.WaitGroup
+	// stepCtx is canceled when the shutdown grace period is over.
+	stepCtx    context.Context
+	cancelStep context.CancelFunc
+}
+
+type driver struct {
+	again  bool // another drive was requested while this one ran
+	cancel context.CancelFunc
+}
+
+// New builds an engine. It does not resume anything; call Recover.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("engine: no store")
+	}
+	if len(cfg.Key) != token.KeySize {
+		return nil, fmt.Errorf("engine: the server key must be %d bytes, not %d", token.KeySize, len(cfg.Key))
+	}
+	sealer, err := secret.NewSealer(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		store:     cfg.Store,
+		actions:   cfg.Actions,
+		signer:    token.NewSigner(cfg.Key),
+		sealer:    sealer,
+		tokenTTL:  cfg.TokenTTL,
+		lookupEnv: cfg.LookupEnv,
+		log:       cfg.Logger,
+		output:    cfg.ActionOutput,
+		now:       cfg.Now,
+		grace:     cfg.ShutdownGrace,
+		bus:       newBus(),
+		defs:      map[string]*workflow.Workflow{},
+		schemas:   map[string]*jsonschema.Schema{},
+		active:    map[string]*driver{},
+	}
+	if e.actions == nil {
+		e.actions = action.Builtins()
+	}
+	if e.tokenTTL <= 0 {
+		e.tokenTTL = 24 * time.Hour
+	}
+	if e.lookupEnv == nil {
+		e.lookupEnv = os.LookupEnv
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.output == nil {
+		e.output = io.Discard
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.grace <= 0 {
+		e.grace = 5 * time.Second
+	}
+	n := cfg.MaxParallelRuns
+	if n <= 0 {
+		n = 64
+	}
+	e.sem = make(chan struct{}, n)
+	e.stepCtx, e.cancelStep = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// Subscribe returns events of one run (or of all runs when runID is "")
+// as they happen. Call the returned function to stop.
+func (e *Engine) Subscribe(runID string) (<-chan Event, func()) {
+	return e.bus.subscribe(runID, 1024)
+}
+
+// Recover resumes every run that was running when the process stopped:
+// their in-flight step runs again.
+func (e *Engine) Recover(ctx context.Context) (int, error) {
+	ids, err := e.store.RunIDsByStatus(ctx, store.StatusRunning, store.StatusPending)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		e.schedule(id)
+	}
+	return len(ids), nil
+}
+
+// schedule makes sure a driver advances the run. At most one driver per
+// run runs in this process; a request while one runs makes it go again.
+func (e *Engine) schedule(runID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return
+	}
+	if d, ok := e.active[runID]; ok {
+		d.again = true
+		return
+	}
+	ctx, cancel := context.WithCancel(e.stepCtx)
+	d := &driver{cancel: cancel}
+	e.active[runID] = d
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer cancel()
+		for {
+			e.sem <- struct{}{}
+			e.drive(ctx, runID)
+			<-e.sem
+			e.mu.Lock()
+			if d.again && !e.stopping && ctx.Err() == nil {
+				d.again = false
+				e.mu.Unlock()
+				continue
+			}
+			delete(e.active, runID)
+			e.mu.Unlock()
+			return
+		}
+	}()
+}
+
+// interrupt stops the driver of a run, if any (cancel).
+func (e *Engine) interrupt(runID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d, ok := e.active[runID]; ok {
+		d.cancel()
+	}
+}
+
+func (e *Engine) isStopping() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopping
+}
+
+// Close stops taking work, lets in-flight steps finish for the grace
+// period, then interrupts them. Runs stay resumable: an interrupted step
+// runs again on the next Recover.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.stopping = true
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(e.grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		e.cancelStep()
+		<-done
+	case <-ctx.Done():
+		e.cancelStep()
+		<-done
+	}
+	e.cancelStep()
+	return nil
+}
+
+// Wait blocks until the run is no longer pending or running (it waits,
+// finished or was canceled), or ctx ends. It returns the run's status.
+func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
+	events, stop := e.Subscribe(runID)
+	defer stop()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		run, err := e.store.GetRun(ctx, runID)
+		if err != nil {
+			return "", notFound(runID, err)
+		}
+		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
+			return run.Status, nil
+		}
+		select {
+		case <-ctx.Done():
+			return run.Status, ctx.Err()
+		case <-events:
+		case <-tick.C: // the driver may live in another process
+		}
+	}
+}
+
+func notFound(runID string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return &Error{Code: CodeRunNotFound, Category: CategoryNotFound, Message: "no run " + runID, RunID: runID, Err: err}
+	}
+	return err
+}
+
+// Definition returns the workflow a version pinned.
+func (e *Engine) Definition(ctx context.Context, version string) (*workflow.Workflow, error) {
+	return e.definition(ctx, version)
+}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Error codes the engine returns. They are stable: surfaces map them to
+// their own error shapes (the MCP error data, CLI messages).
+const (
+	CodeInputInvalid     = "INPUT_INVALID"
+	CodeWorkflowInvalid  = "WORKFLOW_INVALID"
+	CodeAnswerInvalid    = "ANSWER_INVALID"
+	CodeTokenInvalid     = "TOKEN_INVALID"
+	CodeTokenExpired     = "TOKEN_EXPIRED"
+	CodeTokenAlreadyUsed = "TOKEN_ALREADY_USED"
+	CodeRunNotFound      = "RUN_NOT_FOUND"
+	CodeRunFinished      = "RUN_FINISHED"
+	CodeRunNotWaiting    = "RUN_NOT_WAITING"
+	CodeShuttingDown     = "SHUTTING_DOWN"
+)
+
+// Categories group error codes (validation | not_found | conflict |
+// execution | auth | internal).
+const (
+	CategoryValidation = "validation"
+	CategoryNotFound   = "not_found"
+	CategoryConflict   = "conflict"
+	CategoryExecution  = "execution"
+	CategoryAuth       = "auth"
+	CategoryInternal   = "internal"
+)
+
+// Error is an error the caller can act on.
+type Error struct {
+	Code     string
+	Category string
+	Message  string
+	RunID    string
+	StepID   string
+	// Violations lists every problem of an invalid input or answer.
+	Violations []workflow.Violation
+	// Retryable says whether the same call may succeed later.
+	Retryable bool
+	// Suggestion says what to do next.
+	Suggestion string
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if len(e.Violations) > 0 {
+		msg += ": " + e.Violations[0].Message
+		if n := len(e.Violations) - 1; n > 0 {
+			msg += fmt.Sprintf(" (and %d more)", n)
+		}
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf returns the engine error code of err, or "".
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func newError(code, category, format string, args ...any) *Error {
+	return &Error{Code: code, Category: category, Message: fmt.Sprintf(format, args...)}
+}

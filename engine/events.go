@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Event types.
+const (
+	EventRunCreated    = "run.created"
+	EventRunStarted    = "run.started"
+	EventRunPaused     = "run.paused"
+	EventRunContinued  = "run.continued"
+	EventRunResumed    = "run.resumed"
+	EventRunSucceeded  = "run.succeeded"
+	EventRunFailed     = "run.failed"
+	EventRunCanceled   = "run.canceled"
+	EventStepStarted   = "step.started"
+	EventStepSucceeded = "step.succeeded"
+	EventStepFailed    = "step.failed"
+	EventStepSkipped   = "step.skipped"
+	EventStepAnswered  = "step.answered"
+)
+
+// Event is something that happened in a run, as published to subscribers
+// (after it was committed, except step.started, which is published when the
+// step starts and committed with the step's result).
+type Event struct {
+	RunID  string          `json:"run_id"`
+	Seq    int64           `json:"seq"` // 0 for a not-yet-committed step.started
+	Type   string          `json:"type"`
+	StepID string          `json:"step_id,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+	At     time.Time       `json:"at"`
+	// Status is the run's status after the event.
+	Status string `json:"status"`
+}
+
+// bus fans events out to in-process subscribers (the MCP server, the
+// dashboard, Wait). Sends never block the engine: a subscriber that does
+// not keep up loses events and must re-read history from the store by
+// sequence number.
+type bus struct {
+	mu   sync.Mutex
+	subs map[*subscription]struct{}
+}
+
+type subscription struct {
+	runID string // "" for every run
+	ch    chan Event
+}
+
+func newBus() *bus { return &bus{subs: map[*subscription]struct{}{}} }
+
+func (b *bus) subscribe(runID string, buffer int) (<-chan Event, func()) {
+	s := &subscription{runID: runID, ch: make(chan Event, buffer)}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.subs, s)
+			b.mu.Unlock()
+		})
+	}
+}
+
+func (b *bus) publish(events ...Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range events {
+		for s := range b.subs {
+			if s.runID != "" && s.runID != e.RunID {
+				continue
+			}
+			select {
+			case s.ch <- e:
+			default:
+			}
+		}
+	}
+}

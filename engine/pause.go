@@ -1,0 +1,570 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/secret"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/token"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Pause kinds.
+const (
+	KindQuestion = "question"
+	KindAgent    = "agent"
+)
+
+// Question is a question as shown to the person answering it (prompt and
+// default rendered, computed choices resolved).
+type Question struct {
+	Name    string            `json:"name,omitempty"` // form fields only
+	Prompt  string            `json:"prompt,omitempty"`
+	Type    string            `json:"type"`
+	Choices []workflow.Choice `json:"choices,omitempty"`
+	Pattern string            `json:"pattern,omitempty"`
+	Min     *float64          `json:"min,omitempty"`
+	Max     *float64          `json:"max,omitempty"`
+	Default any               `json:"default,omitempty"`
+	// Previous is set when Default is the answer given the last time this
+	// question was asked in the run.
+	Previous bool   `json:"previous,omitempty"`
+	Help     string `json:"help,omitempty"`
+	Secret   bool   `json:"secret,omitempty"`
+}
+
+// Request is what a pause asks for: a question (or form) for a person, or
+// work for the agent.
+type Request struct {
+	Kind   string `json:"kind"`
+	StepID string `json:"step_id"`
+	Title  string `json:"title,omitempty"`
+	Question
+	Fields []Question `json:"fields,omitempty"`
+
+	Instructions string         `json:"instructions,omitempty"`
+	Persona      string         `json:"persona,omitempty"`
+	OutputSchema map[string]any `json:"output_schema,omitempty"`
+	Context      any            `json:"context,omitempty"`
+}
+
+// Pause is an open pause with its continuation token.
+type Pause struct {
+	Request
+	RunID     string    `json:"run_id"`
+	Seq       int64     `json:"seq"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// ask executes a question step: answered automatically when it can be,
+// otherwise the run pauses.
+func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	q := sx.s.Ask
+	req, err := e.questionRequest(ctx, rs, sx, env)
+	if err != nil {
+		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+	}
+	if answer, source, envRef, ok := e.autoAnswer(rs, sx, req, env); ok {
+		stored, err := e.storedValue(answer, askIsSecret(q), envRef)
+		if err != nil {
+			return err
+		}
+		if askIsSecret(q) {
+			learn(rs.mask, answer)
+		}
+		now := e.now().UTC()
+		c := store.Commit{Events: []store.Event{e.event(rs, EventStepAnswered, sx.s.ID, map[string]any{"source": source, "visit": sx.visit}, now)}}
+		return e.succeedStep(ctx, rs, sx, &result{Answer: answer}, c, rs.state.Cursor+1, succeedOpts{answer: stored})
+	}
+	return e.openPause(ctx, rs, sx, req)
+}
+
+// agent executes an agent step: the run pauses with the instructions.
+func (e *Engine) agent(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	a := sx.s.Agent
+	req := Request{Kind: KindAgent, StepID: sx.s.ID, Title: sx.s.Title, Persona: a.Persona, OutputSchema: a.OutputSchema}
+	ins, err := expr.Render(a.Instructions, env)
+	if err != nil {
+		return e.stepFailed(ctx, rs, sx, "instructions: "+err.Error(), false)
+	}
+	req.Instructions = expr.Text(ins)
+	if p, err := expr.Render(a.Persona, env); err == nil {
+		req.Persona = expr.Text(p)
+	}
+	if a.Context != nil {
+		if req.Context, err = expr.RenderValue(a.Context, env); err != nil {
+			return e.stepFailed(ctx, rs, sx, "context: "+err.Error(), false)
+		}
+	}
+	return e.openPause(ctx, rs, sx, req)
+}
+
+func (e *Engine) openPause(ctx context.Context, rs *runState, sx *stepExec, req Request) error {
+	now := e.now().UTC()
+	next := rs.next(sx, rs.state.Cursor)
+	next.PauseSeq++
+	body, err := maskedJSON(rs.mask, req)
+	if err != nil {
+		return err
+	}
+	p := &store.Pause{Seq: next.PauseSeq, StepKey: sx.key, Visit: sx.visit, Kind: req.Kind, Request: body, ExpiresAt: now.Add(e.tokenTTL), CreatedAt: now}
+	return e.commit(ctx, rs, store.Commit{
+		Run:       store.RunUpdate{Status: store.StatusWaiting},
+		OpenPause: p,
+		Events: []store.Event{e.startEvent(rs, sx),
+			e.event(rs, EventRunPaused, sx.s.ID, map[string]any{"kind": req.Kind, "seq": p.Seq, "visit": sx.visit}, now)},
+	}, next)
+}
+
+// questionRequest renders a question (or form) for asking.
+func (e *Engine) questionRequest(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (Request, error) {
+	a := sx.s.Ask
+	req := Request{Kind: KindQuestion, StepID: sx.s.ID, Title: sx.s.Title}
+	prev, hasPrev := e.previousAnswer(rs, sx)
+	if a.Fields == nil {
+		q, err := renderQuestion(a, env)
+		if err != nil {
+			return req, err
+		}
+		if hasPrev && !a.Secret {
+			q.Default, q.Previous = prev, true
+		}
+		req.Question = q
+		return req, nil
+	}
+	prompt, err := expr.Render(a.Prompt, env)
+	if err != nil {
+		return req, fmt.Errorf("prompt: %w", err)
+	}
+	req.Prompt, req.Type = expr.Text(prompt), "form"
+	prevForm, _ := prev.(map[string]any)
+	for _, f := range a.Fields {
+		q, err := renderQuestion(&f.Ask, env)
+		if err != nil {
+			return req, fmt.Errorf("field %s: %w", f.Name, err)
+		}
+		q.Name = f.Name
+		if pv, ok := prevForm[f.Name]; ok && hasPrev && !f.Secret {
+			q.Default, q.Previous = pv, true
+		}
+		req.Fields = append(req.Fields, q)
+	}
+	return req, nil
+}
+
+func renderQuestion(a *workflow.Ask, env map[string]any) (Question, error) {
+	q := Question{Type: a.QuestionType(), Pattern: a.Pattern, Min: a.Min, Max: a.Max, Secret: a.Secret, Choices: a.Choices.List}
+	prompt, err := expr.Render(a.Prompt, env)
+	if err != nil {
+		return q, fmt.Errorf("prompt: %w", err)
+	}
+	q.Prompt = expr.Text(prompt)
+	if a.Help != "" {
+		help, err := expr.Render(a.Help, env)
+		if err != nil {
+			return q, fmt.Errorf("help: %w", err)
+		}
+		q.Help = expr.Text(help)
+	}
+	if a.Choices.Expr != "" {
+		v, err := expr.Render(a.Choices.Expr, env)
+		if err != nil {
+			return q, fmt.Errorf("choices: %w", err)
+		}
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 {
+			return q, fmt.Errorf("choices: the expression gave %s, not a non-empty list", expr.Text(v))
+		}
+		for _, c := range list {
+			switch x := c.(type) {
+			case map[string]any:
+				q.Choices = append(q.Choices, workflow.Choice{Value: x["value"], Label: expr.Text(x["label"]), Description: expr.Text(x["description"])})
+			default:
+				q.Choices = append(q.Choices, workflow.Choice{Value: x})
+			}
+		}
+	}
+	if a.Default != nil {
+		d, err := expr.RenderValue(a.Default, env)
+		if err != nil {
+			return q, fmt.Errorf("default: %w", err)
+		}
+		q.Default = d
+	}
+	return q, nil
+}
+
+// previousAnswer finds the answer this question got the last time it was
+// asked in this run (a goto loop, a retried or restored run).
+func (e *Engine) previousAnswer(rs *runState, sx *stepExec) (any, bool) {
+	r, ok := rs.results[sx.s.ID]
+	if !ok || r.Answer == nil {
+		return nil, false
+	}
+	return r.Answer, true
+}
+
+// autoAnswer answers a question without asking when its `auto`
+// expression gives a valid answer, or its `env` variable is set. A failing
+// or invalid automatic answer falls back to asking.
+func (e *Engine) autoAnswer(rs *runState, sx *stepExec, req Request, env map[string]any) (answer any, source, envRef string, ok bool) {
+	a := sx.s.Ask
+	if a.Fields == nil {
+		v, src, ref, ok := e.autoOne(a, req.Question, env)
+		return v, src, ref, ok
+	}
+	form := map[string]any{}
+	for i, f := range a.Fields {
+		v, _, _, ok := e.autoOne(&f.Ask, req.Fields[i], env)
+		if !ok {
+			return nil, "", "", false
+		}
+		form[f.Name] = v
+	}
+	return form, "auto", "", true
+}
+
+func (e *Engine) autoOne(a *workflow.Ask, q Question, env map[string]any) (any, string, string, bool) {
+	if a.Auto != "" {
+		if src, _, err := expr.Condition(string(a.Auto)); err == nil {
+			if v, err := expr.Eval(src, env); err == nil && v != nil {
+				v = toData(normalizeNumber(v))
+				if len(checkAnswer(q, v)) == 0 {
+					return v, "auto", "", true
+				}
+			}
+		}
+	}
+	if a.Env != "" {
+		if s, set := e.lookupEnv(a.Env); set {
+			v, err := parseAnswer(s, q.Type)
+			if err == nil && len(checkAnswer(q, v)) == 0 {
+				return v, "env", a.Env, true
+			}
+		}
+	}
+	return nil, "", "", false
+}
+
+// parseAnswer reads a typed answer from text.
+func parseAnswer(s, typ string) (any, error) {
+	switch typ {
+	case "choice":
+		return s, nil
+	case "multi-choice":
+		var list []any
+		if json.Unmarshal([]byte(s), &list) == nil {
+			return list, nil
+		}
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				list = append(list, p)
+			}
+		}
+		return list, nil
+	}
+	return parseTyped(s, typ)
+}
+
+// checkAnswer validates one answer against a rendered question.
+func checkAnswer(q Question, v any) []string {
+	a := &workflow.Ask{Type: q.Type, Pattern: q.Pattern, Min: q.Min, Max: q.Max}
+	if q.Type == "form" {
+		return nil
+	}
+	return workflow.CheckAnswer(a, q.Choices, v)
+}
+
+// ContinueResult is what Continue did.
+type ContinueResult struct {
+	RunID    string
+	StepID   string
+	AnswerID int64
+}
+
+// Continue answers a pause. The token is verified (signature, expiry,
+// run, step, sequence) and the value validated; an invalid value gives an
+// *Error listing every violation and changes nothing, so the token stays
+// usable. A valid value is committed and the run resumes. A token is
+// consumed by exactly one successful Continue.
+func (e *Engine) Continue(ctx context.Context, tok string, value any) (ContinueResult, error) {
+	claims, err := e.signer.Verify(tok, e.now())
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return ContinueResult{}, &Error{Code: CodeTokenExpired, Category: CategoryAuth, RunID: claims.RunID, StepID: claims.StepKey,
+			Message: "the token has expired", Suggestion: "get a fresh token with run_get (or `stepwise show RUN`)", Err: err}
+	case err != nil:
+		return ContinueResult{}, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, Message: "the token is not valid: " + err.Error(), Err: err,
+			Suggestion: "use the token exactly as returned with the pause"}
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := e.continueOnce(ctx, claims, value)
+		if errors.Is(err, store.ErrConflict) && attempt < 10 {
+			continue // the run moved (e.g. its driver committed); re-read and re-check
+		}
+		return res, err
+	}
+}
+
+func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value any) (ContinueResult, error) {
+	res := ContinueResult{RunID: claims.RunID, StepID: claims.StepKey}
+	p, err := e.store.GetPause(ctx, claims.RunID, claims.Seq)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return res, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, RunID: claims.RunID, Message: "the token names a pause that does not exist"}
+		}
+		return res, err
+	}
+	if p.StepKey != claims.StepKey {
+		return res, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, RunID: claims.RunID, Message: "the token does not match the pause"}
+	}
+	if p.Status != store.PauseOpen {
+		return res, alreadyUsed(claims)
+	}
+	rs, err := e.load(ctx, claims.RunID)
+	if err != nil {
+		return res, notFound(claims.RunID, err)
+	}
+	if rs.run.Status != store.StatusWaiting {
+		return res, alreadyUsed(claims)
+	}
+	var req Request
+	if err := json.Unmarshal(p.Request, &req); err != nil {
+		return res, fmt.Errorf("continue %s: request: %w", claims.RunID, err)
+	}
+	s := findStep(rs.wf, req.StepID)
+	if s == nil {
+		return res, fmt.Errorf("continue %s: step %q is not in the definition", claims.RunID, req.StepID)
+	}
+	value = normalizeValue(value)
+	value, vs := e.validateAnswer(rs, s, req, value)
+	if len(vs) > 0 {
+		return res, &Error{Code: CodeAnswerInvalid, Category: CategoryValidation, RunID: claims.RunID, StepID: s.ID,
+			Message: "the answer is not valid", Violations: vs, Suggestion: "fix the listed problems and call continue again with the same token"}
+	}
+	sx := &stepExec{s: s, key: p.StepKey, visit: p.Visit, started: p.CreatedAt}
+	now := e.now().UTC()
+	isSecret := s.Ask != nil && askIsSecret(s.Ask)
+	stored, err := e.storedValue(value, isSecret, "")
+	if err != nil {
+		return res, err
+	}
+	if isSecret {
+		learn(rs.mask, value)
+	}
+	r := &result{}
+	opts := succeedOpts{started: true}
+	if s.Ask != nil {
+		r.Answer = value
+		opts.answer = stored
+	} else {
+		r.Output = value
+	}
+	c := store.Commit{
+		Run:        store.RunUpdate{Status: store.StatusRunning},
+		ClosePause: &store.PauseClose{Seq: p.Seq, Status: store.PauseAnswered, Answer: stored, At: now},
+		Answer:     &store.Answer{PauseSeq: p.Seq, StepKey: p.StepKey, Value: stored, At: now},
+		Events: []store.Event{e.event(rs, EventRunContinued, s.ID, map[string]any{"seq": p.Seq}, now),
+			e.event(rs, EventStepAnswered, s.ID, map[string]any{"source": "continue", "visit": p.Visit}, now)},
+	}
+	var answerID int64
+	err = e.succeedStepWith(ctx, rs, sx, r, c, rs.state.Cursor+1, opts, &answerID)
+	if errors.Is(err, store.ErrPauseClosed) {
+		return res, alreadyUsed(claims)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.AnswerID = answerID
+	e.schedule(rs.run.ID)
+	return res, nil
+}
+
+// succeedStepWith is succeedStep that also reports the answer id.
+func (e *Engine) succeedStepWith(ctx context.Context, rs *runState, sx *stepExec, r *result, c store.Commit, cursor int, o succeedOpts, answerID *int64) error {
+	err := e.succeedStep(ctx, rs, sx, r, c, cursor, o)
+	*answerID = rs.lastAnswerID
+	return err
+}
+
+func alreadyUsed(c token.Claims) error {
+	return &Error{Code: CodeTokenAlreadyUsed, Category: CategoryConflict, RunID: c.RunID, StepID: c.StepKey,
+		Message: "this pause was already answered (or the run moved on)", Suggestion: "read the run's current state with run_get"}
+}
+
+// normalizeValue brings a caller's value into the data model.
+func normalizeValue(v any) any {
+	return toData(normalizeNumber(v))
+}
+
+// validateAnswer checks a value against the paused step: question type and
+// constraints, form fields (filling defaults), or the agent's output
+// schema.
+func (e *Engine) validateAnswer(rs *runState, s *workflow.Step, req Request, v any) (any, []workflow.Violation) {
+	bad := func(path, msg string) workflow.Violation {
+		return workflow.Violation{Path: path, Rule: "answer", Message: rs.mask.Mask(msg)}
+	}
+	switch {
+	case req.Kind == KindAgent:
+		return v, e.checkOutputSchema(rs, s, v)
+	case len(req.Fields) > 0:
+		form, ok := v.(map[string]any)
+		if !ok {
+			return v, []workflow.Violation{bad("", fmt.Sprintf("a form is answered with an object of fields (%s)", fieldNames(req.Fields)))}
+		}
+		var vs []workflow.Violation
+		out := map[string]any{}
+		known := map[string]bool{}
+		for _, f := range req.Fields {
+			known[f.Name] = true
+			fv, present := form[f.Name]
+			if !present || fv == nil {
+				if f.Default != nil {
+					out[f.Name] = f.Default
+					continue
+				}
+				vs = append(vs, bad("/"+f.Name, fmt.Sprintf("field %q is required", f.Name)))
+				continue
+			}
+			for _, p := range checkAnswer(f, fv) {
+				vs = append(vs, bad("/"+f.Name, fmt.Sprintf("field %q %s", f.Name, p)))
+			}
+			out[f.Name] = fv
+		}
+		for name := range form {
+			if !known[name] {
+				vs = append(vs, bad("/"+name, fmt.Sprintf("the form has no field %q (it has %s)", name, fieldNames(req.Fields))))
+			}
+		}
+		return out, vs
+	default:
+		if v == nil && req.Default != nil {
+			return req.Default, nil
+		}
+		var vs []workflow.Violation
+		for _, p := range checkAnswer(req.Question, v) {
+			vs = append(vs, bad("", "the answer "+p))
+		}
+		return v, vs
+	}
+}
+
+func fieldNames(fields []Question) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Pauses returns the open pauses of a run, each with its token.
+func (e *Engine) Pauses(ctx context.Context, runID string) ([]Pause, error) {
+	ps, err := e.store.OpenPauses(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Pause, 0, len(ps))
+	for _, p := range ps {
+		var req Request
+		if err := json.Unmarshal(p.Request, &req); err != nil {
+			return nil, fmt.Errorf("pause %s/%d: %w", runID, p.Seq, err)
+		}
+		tok := e.signer.Sign(token.Claims{RunID: runID, StepKey: p.StepKey, Seq: p.Seq, Expires: p.ExpiresAt})
+		out = append(out, Pause{Request: req, RunID: runID, Seq: p.Seq, Token: tok, ExpiresAt: p.ExpiresAt})
+	}
+	return out, nil
+}
+
+// Cancel stops a run: its open pause is closed and it is marked canceled.
+func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
+	for attempt := 0; attempt < 10; attempt++ {
+		run, err := e.store.GetRun(ctx, runID)
+		if err != nil {
+			return notFound(runID, err)
+		}
+		if store.Finished(run.Status) {
+			return &Error{Code: CodeRunFinished, Category: CategoryConflict, RunID: runID, Message: "the run has already finished (" + run.Status + ")"}
+		}
+		e.interrupt(runID)
+		now := e.now().UTC()
+		data, _ := json.Marshal(map[string]any{"reason": nilIfEmpty(reason)})
+		errJSON, _ := json.Marshal(map[string]any{"message": "canceled" + suffix(reason)})
+		c := store.Commit{RunID: runID, Rev: run.Rev,
+			Run:    store.RunUpdate{Status: store.StatusCanceled, Error: errJSON, FinishedAt: now},
+			Events: []store.Event{{Type: EventRunCanceled, Data: data, At: now}}}
+		if ps, err := e.store.OpenPauses(ctx, runID); err == nil && len(ps) > 0 {
+			c.ClosePause = &store.PauseClose{Seq: ps[0].Seq, Status: store.PauseCanceled, At: now}
+		}
+		res, err := e.store.Commit(ctx, c)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed) {
+			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		e.publish(runID, store.StatusCanceled, c.Events, res.EventSeqs)
+		return nil
+	}
+	return fmt.Errorf("cancel %s: the run keeps changing; try again", runID)
+}
+
+func suffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
+}
+
+// Resume makes sure a running run is being driven (after a crash of the
+// process that drove it, or to pick up a run started elsewhere).
+func (e *Engine) Resume(ctx context.Context, runID string) (string, error) {
+	run, err := e.store.GetRun(ctx, runID)
+	if err != nil {
+		return "", notFound(runID, err)
+	}
+	if run.Status == store.StatusRunning || run.Status == store.StatusPending {
+		e.schedule(runID)
+	}
+	return run.Status, nil
+}
+
+func actionCall(e *Engine, rs *runState, sx *stepExec, input map[string]any) action.Call {
+	logger := e.log.With("run_id", rs.run.ID, "step_id", sx.s.ID)
+	return action.Call{
+		Input:          input,
+		IdempotencyKey: sx.idempotencyKey(rs.run.ID, 1),
+		Logger:         slogMasked(logger, rs.mask),
+		Output:         maskWriter{w: e.output, mask: rs.mask},
+	}
+}
+
+// slogMasked wraps a logger so that the run's secrets are masked.
+func slogMasked(l *slog.Logger, m *secret.Masker) *slog.Logger {
+	return slog.New(secret.NewHandler(l.Handler(), m))
+}
+
+// maskWriter masks secrets in free-form action output. Masking works per
+// write, so a secret split across two writes may escape; actions write
+// whole lines.
+type maskWriter struct {
+	w    io.Writer
+	mask *secret.Masker
+}
+
+func (m maskWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(m.w, m.mask.Mask(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

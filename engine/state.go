@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"stepwise.dev/stepwise/secret"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// State is the engine's position in a run, stored with the run (and, in
+// stateless mode, sealed into the blob a client keeps). It is small: step
+// results live in their own records.
+type State struct {
+	// Cursor is the index of the next top-level step.
+	Cursor int `json:"cursor"`
+	// Visits counts how often each step has started (goto loops).
+	Visits map[string]int `json:"visits,omitempty"`
+	// PauseSeq is the sequence number of the last pause opened.
+	PauseSeq int64 `json:"pause_seq,omitempty"`
+	// StartedAt is when the run started.
+	StartedAt time.Time `json:"started_at"`
+}
+
+// result is what later steps see of a step: steps.<id>.{…}.
+type result struct {
+	Status   string
+	Output   any
+	Answer   any
+	Error    string
+	Attempts int
+	Visit    int
+}
+
+func (r *result) env() map[string]any {
+	return map[string]any{"status": r.Status, "output": r.Output, "answer": r.Answer, "error": nilIfEmpty(r.Error), "attempts": r.Attempts}
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// runState is a run loaded into memory: its row, its definition, its clear
+// inputs and the results of its steps.
+type runState struct {
+	run    store.Run
+	wf     *workflow.Workflow
+	state  State
+	inputs map[string]any // clear values
+	mask   *secret.Masker
+	// results by step id (latest visit).
+	results map[string]*result
+	// steps is the expression context's steps map, kept in sync.
+	steps map[string]any
+	// lastAnswerID is the answer id assigned by the last commit.
+	lastAnswerID int64
+}
+
+// load reads a run with its definition and step results.
+func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
+	run, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return nil, err
+	}
+	rs := &runState{run: run, wf: wf, mask: secret.NewMasker(), results: map[string]*result{}, steps: map[string]any{}}
+	if len(run.State) > 0 {
+		if err := json.Unmarshal(run.State, &rs.state); err != nil {
+			return nil, fmt.Errorf("load run %s: state: %w", id, err)
+		}
+	}
+	if rs.inputs, err = e.openInputs(wf, run.Inputs, rs.mask); err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	for _, s := range allSteps(wf.Steps) {
+		rs.steps[s.ID] = (&result{Status: "pending"}).env()
+	}
+	steps, err := e.store.Steps(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range steps {
+		r := &result{Status: st.Status, Error: st.Error, Attempts: st.Attempts, Visit: st.Visit}
+		if len(st.Output) > 0 {
+			if err := json.Unmarshal(st.Output, &r.Output); err != nil {
+				return nil, fmt.Errorf("load run %s: output of %s: %w", id, st.Key, err)
+			}
+		}
+		if len(st.Answer) > 0 {
+			secretStep := false
+			if s := findStep(wf, st.StepID); s != nil && s.Ask != nil {
+				secretStep = askIsSecret(s.Ask)
+			}
+			v, err := e.openValue(st.Answer, secretStep, rs.mask)
+			if err != nil {
+				return nil, fmt.Errorf("load run %s: answer of %s: %w", id, st.Key, err)
+			}
+			r.Answer = v
+		}
+		if prev, ok := rs.results[st.StepID]; !ok || prev.Visit <= r.Visit {
+			rs.results[st.StepID] = r
+			rs.steps[st.StepID] = r.env()
+		}
+	}
+	return rs, nil
+}
+
+// definition returns the parsed workflow of a version, parsing each
+// version once per engine.
+func (e *Engine) definition(ctx context.Context, version string) (*workflow.Workflow, error) {
+	e.defsMu.Lock()
+	wf, ok := e.defs[version]
+	e.defsMu.Unlock()
+	if ok {
+		return wf, nil
+	}
+	v, err := e.store.GetVersion(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	wf, _, err = workflow.Load(v.Definition, workflow.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("definition %s: %w", version, err)
+	}
+	e.defsMu.Lock()
+	e.defs[version] = wf
+	e.defsMu.Unlock()
+	return wf, nil
+}
+
+// env is the expression context.
+func (rs *runState) env(lookup func(string) (string, bool)) map[string]any {
+	envVars := map[string]any{}
+	for _, name := range declaredEnv(rs.wf) {
+		if v, ok := lookup(name); ok {
+			envVars[name] = v
+		} else {
+			envVars[name] = nil
+		}
+	}
+	return map[string]any{
+		"inputs": rs.inputs,
+		"steps":  rs.steps,
+		"env":    envVars,
+		"run": map[string]any{
+			"id": rs.run.ID, "workflow": rs.run.Workflow, "version": rs.run.Version,
+			"started_at": rs.state.StartedAt.Format(time.RFC3339Nano), "status": rs.run.Status,
+			"error": errorMessage(rs.run.Error),
+		},
+	}
+}
+
+func errorMessage(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
+		return e.Message
+	}
+	return nil
+}
+
+func (rs *runState) record(stepID string, r *result) {
+	rs.results[stepID] = r
+	rs.steps[stepID] = r.env()
+}
+
+func declaredEnv(wf *workflow.Workflow) []string {
+	seen := map[string]bool{}
+	var names []string
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for _, n := range wf.Env {
+		add(n)
+	}
+	for _, in := range wf.Inputs {
+		add(in.Env)
+	}
+	for _, s := range allSteps(wf.Steps) {
+		if s.Ask != nil {
+			add(s.Ask.Env)
+			for _, f := range s.Ask.Fields {
+				add(f.Env)
+			}
+		}
+	}
+	return names
+}
+
+// allSteps flattens nested step lists.
+func allSteps(steps []*workflow.Step) []*workflow.Step {
+	var out []*workflow.Step
+	for _, s := range steps {
+		out = append(out, s)
+		out = append(out, allSteps(s.Parallel)...)
+		out = append(out, allSteps(s.Steps)...)
+	}
+	return out
+}
+
+func findStep(wf *workflow.Workflow, id string) *workflow.Step {
+	for _, s := range allSteps(wf.Steps) {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+func askIsSecret(a *workflow.Ask) bool {
+	if a.Secret {
+		return true
+	}
+	for _, f := range a.Fields {
+		if f.Secret {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,114 @@
+package secret
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Redacted replaces every masked occurrence of a secret.
+const Redacted = "***"
+
+// MinMaskLen is the shortest value, in bytes, that a Masker masks. Shorter
+// values are ignored by Add (see the package comment).
+const MinMaskLen = 3
+
+// Masker is a set of known secret values that it removes from text. The
+// zero value is not usable; call NewMasker. A Masker is safe for concurrent
+// use, and values added later also apply to later calls on earlier results
+// of MaskError.
+type Masker struct {
+	mu     sync.RWMutex
+	set    map[string]struct{}
+	values []string // the set, longest first (ties in byte order)
+}
+
+// NewMasker returns an empty Masker.
+func NewMasker() *Masker {
+	return &Masker{set: map[string]struct{}{}}
+}
+
+// Add makes the masker mask each value from now on. Values shorter than
+// MinMaskLen bytes are ignored; adding a known value again is a no-op.
+func (m *Masker) Add(values ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for _, v := range values {
+		if len(v) < MinMaskLen {
+			continue
+		}
+		if _, ok := m.set[v]; ok {
+			continue
+		}
+		m.set[v] = struct{}{}
+		m.values = append(m.values, v)
+		changed = true
+	}
+	if changed {
+		slices.SortFunc(m.values, func(a, b string) int {
+			if c := cmp.Compare(len(b), len(a)); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b)
+		})
+	}
+}
+
+// Len returns the number of values being masked.
+func (m *Masker) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.values)
+}
+
+// Mask returns s with every occurrence of every known value replaced by
+// Redacted. Occurrences that overlap or touch are merged into one Redacted,
+// so overlapping secrets (for example "abcd" and "cdef" in "abcdef") are
+// hidden entirely rather than leaving part of one behind. The result never
+// contains a known value unless that value itself contains '*' (which the
+// mask could recreate).
+func (m *Masker) Mask(s string) string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if len(m.values) == 0 || len(s) < MinMaskLen {
+		return s
+	}
+	var spans []span
+	for _, v := range m.values { // longest first: the longest match at a position is found first
+		if len(v) > len(s) {
+			continue
+		}
+		for off := 0; ; {
+			i := strings.Index(s[off:], v)
+			if i < 0 {
+				break
+			}
+			start := off + i
+			spans = append(spans, span{start, start + len(v)})
+			off = start + 1 // overlapping occurrences of one value ("aaa" in "aaaa") too
+		}
+	}
+	if len(spans) == 0 {
+		return s
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	var b strings.Builder
+	b.Grow(len(s))
+	pos := 0 // s[:pos] has been written
+	for i := 0; i < len(spans); {
+		start, end := spans[i].start, spans[i].end
+		for i++; i < len(spans) && spans[i].start <= end; i++ {
+			end = max(end, spans[i].end)
+		}
+		b.WriteString(s[pos:start])
+		b.WriteString(Redacted)
+		pos = end
+	}
+	b.WriteString(s[pos:])
+	return b.String()
+}
+
+// span is the byte range [start, end) of one occurrence.
+type span struct{ start, end int }

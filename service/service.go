@@ -1,0 +1,179 @@
+// Package service holds the use cases every surface calls: the CLI, the
+// MCP server and the dashboard do nothing but translate their requests to
+// these calls and the results back. It wires the home directory, the store
+// and the engine together.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/home"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Options configure a service.
+type Options struct {
+	// Home is the --home flag ("" = STEPWISE_HOME or ~/.stepwise).
+	Home string
+	// Durability is sqlite.Full (default) or sqlite.Normal.
+	Durability string
+	// TokenTTL is the lifetime of pause tokens (default 24h).
+	TokenTTL time.Duration
+	// Logger receives logs (default: discard).
+	Logger *slog.Logger
+	// ActionOutput receives actions' free-form output (default: discard).
+	ActionOutput io.Writer
+	// LookupEnv reads the environment (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+}
+
+// Service is stepwise's use cases.
+type Service struct {
+	Home    *home.Home
+	Store   store.Store
+	Engine  *engine.Engine
+	Actions *action.Registry
+}
+
+// Open opens the home directory, its database and an engine. It does not
+// resume runs: call Recover for that (a server does; a one-shot CLI
+// command drives only its own run).
+func Open(ctx context.Context, opts Options) (*Service, error) {
+	dir, err := home.Resolve(opts.Home)
+	if err != nil {
+		return nil, err
+	}
+	h, err := home.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	key, err := h.Key()
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, h.DBPath(), sqlite.Options{Durability: opts.Durability})
+	if err != nil {
+		return nil, err
+	}
+	actions := action.Builtins()
+	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &Service{Home: h, Store: st, Engine: eng, Actions: actions}, nil
+}
+
+// Close stops the engine (runs stay resumable) and closes the database.
+func (s *Service) Close(ctx context.Context) error {
+	return errors.Join(s.Engine.Close(ctx), s.Store.Close())
+}
+
+// Recover resumes the runs that were running when the last process
+// stopped.
+func (s *Service) Recover(ctx context.Context) (int, error) { return s.Engine.Recover(ctx) }
+
+// Loaded is a validated workflow ready to run.
+type Loaded struct {
+	Workflow   *workflow.Workflow
+	Version    string
+	Definition []byte // canonical JSON
+	Path       string // "" for inline definitions
+}
+
+// resolver checks `uses` against the registry. Sub-workflows are not
+// checked yet: the library is not indexed.
+type resolver struct{ actions *action.Registry }
+
+func (r resolver) HasAction(name string) (bool, []string) { return r.actions.HasAction(name) }
+func (r resolver) HasWorkflow(string) (bool, []string)    { return true, nil }
+
+// LoadWorkflow finds a workflow by path or library name and validates it.
+func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
+	path, err := s.Home.FindWorkflow(ref)
+	if err != nil {
+		code := engine.CodeRunNotFound
+		cat := engine.CategoryNotFound
+		if errors.Is(err, home.ErrUnsafeName) {
+			code, cat = "UNSAFE_NAME", "security"
+		} else {
+			code = "WORKFLOW_NOT_FOUND"
+		}
+		return nil, &engine.Error{Code: code, Category: cat, Message: err.Error(), Err: err}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read workflow %s: %w", path, err)
+	}
+	l, err := s.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	l.Path = path
+	return l, nil
+}
+
+// Parse validates an inline definition (YAML or JSON).
+func (s *Service) Parse(data []byte) (*Loaded, error) {
+	res := workflow.Check(data, workflow.Options{Resolver: resolver{s.Actions}})
+	if !res.Valid() {
+		name := ""
+		if res.Workflow != nil {
+			name = res.Workflow.Name
+		}
+		return nil, &engine.Error{Code: engine.CodeWorkflowInvalid, Category: engine.CategoryValidation,
+			Message: fmt.Sprintf("workflow %s is invalid", name), Violations: res.Violations,
+			Suggestion: "fix the listed violations (stepwise validate shows them with positions)"}
+	}
+	def, err := workflow.Canonical(res.Source.Value)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Workflow: res.Workflow, Version: res.Version, Definition: def}, nil
+}
+
+// StartRun starts a run of a loaded workflow.
+func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any) (string, error) {
+	return s.Engine.Start(ctx, engine.StartRequest{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Inputs: inputs})
+}
+
+// Continue answers a pause.
+func (s *Service) Continue(ctx context.Context, token string, value any) (engine.ContinueResult, error) {
+	return s.Engine.Continue(ctx, token, value)
+}
+
+// Cancel cancels a run.
+func (s *Service) Cancel(ctx context.Context, runID, reason string) error {
+	return s.Engine.Cancel(ctx, runID, reason)
+}
+
+// Resume drives a running run in this process and reports its status.
+func (s *Service) Resume(ctx context.Context, runID string) (string, error) {
+	return s.Engine.Resume(ctx, runID)
+}
+
+// Wait waits until the run stops running (it waits, finishes, is
+// canceled), or timeout passes (<= 0: no limit), and returns its status.
+func (s *Service) Wait(ctx context.Context, runID string, timeout time.Duration) (string, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	st, err := s.Engine.Wait(ctx, runID)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return st, nil
+	}
+	return st, err
+}

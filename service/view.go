@@ -1,0 +1,147 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/store"
+)
+
+// RunView is a run as surfaces show it: secrets masked, the open pause with
+// its token, outputs, error and a summary of the steps.
+type RunView struct {
+	ID         string          `json:"run_id"`
+	Workflow   string          `json:"workflow"`
+	Version    string          `json:"version"`
+	Status     string          `json:"status"`
+	Inputs     map[string]any  `json:"inputs,omitempty"`
+	Outputs    map[string]any  `json:"outputs,omitempty"`
+	Error      json.RawMessage `json:"error,omitempty"`
+	Pause      *engine.Pause   `json:"pause,omitempty"`
+	Steps      []StepView      `json:"steps,omitempty"`
+	ParentID   string          `json:"parent_id,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+}
+
+// StepView is one recorded step execution.
+type StepView struct {
+	ID         string    `json:"id"`
+	Visit      int       `json:"visit,omitempty"`
+	Status     string    `json:"status"`
+	Output     any       `json:"output,omitempty"`
+	Answer     any       `json:"answer,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Attempts   int       `json:"attempts,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// GetRun returns a run's view.
+func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
+	run, err := s.Store.GetRun(ctx, id)
+	if err != nil {
+		return nil, runNotFound(id, err)
+	}
+	v := s.summary(ctx, run)
+	steps, err := s.Store.Steps(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	wf, _ := s.Engine.Definition(ctx, run.Version)
+	for _, st := range steps {
+		sv := StepView{ID: st.StepID, Visit: st.Visit, Status: st.Status, Error: st.Error, Attempts: st.Attempts,
+			StartedAt: st.StartedAt, DurationMS: st.FinishedAt.Sub(st.StartedAt).Milliseconds()}
+		if sv.Visit == 1 {
+			sv.Visit = 0
+		}
+		_ = json.Unmarshal(st.Output, &sv.Output)
+		if len(st.Answer) > 0 {
+			secret := false
+			if wf != nil {
+				for _, step := range wf.Steps {
+					if step.ID == st.StepID && step.Ask != nil && (step.Ask.Secret || anySecretField(step.Ask.Fields)) {
+						secret = true
+					}
+				}
+			}
+			if secret {
+				sv.Answer = "***"
+			} else {
+				_ = json.Unmarshal(st.Answer, &sv.Answer)
+			}
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	if run.Status == store.StatusWaiting {
+		if ps, err := s.Engine.Pauses(ctx, id); err == nil && len(ps) > 0 {
+			v.Pause = &ps[0]
+		}
+	}
+	return v, nil
+}
+
+func anySecretField[T interface{ IsSecret() bool }](fields []T) bool {
+	for _, f := range fields {
+		if f.IsSecret() {
+			return true
+		}
+	}
+	return false
+}
+
+// summary is the part of a view that needs only the run row.
+func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
+	v := &RunView{ID: run.ID, Workflow: run.Workflow, Version: run.Version, Status: run.Status, Error: run.Error,
+		ParentID: run.ParentID, CreatedAt: run.CreatedAt}
+	if !run.FinishedAt.IsZero() {
+		t := run.FinishedAt
+		v.FinishedAt = &t
+	}
+	_ = json.Unmarshal(run.Outputs, &v.Outputs)
+	var inputs map[string]any
+	if json.Unmarshal(run.Inputs, &inputs) == nil {
+		if wf, err := s.Engine.Definition(ctx, run.Version); err == nil {
+			for name, in := range wf.Inputs {
+				if in.Secret && inputs[name] != nil {
+					inputs[name] = "***"
+				}
+			}
+		}
+		v.Inputs = inputs
+	}
+	return v
+}
+
+// ListRuns lists runs, newest first.
+func (s *Service) ListRuns(ctx context.Context, f store.RunFilter) ([]*RunView, string, error) {
+	runs, next, err := s.Store.ListRuns(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*RunView, len(runs))
+	for i, r := range runs {
+		out[i] = s.summary(ctx, r)
+		out[i].Inputs = nil
+	}
+	return out, next, nil
+}
+
+// Events returns a run's events after seq.
+func (s *Service) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
+	if _, err := s.Store.GetRun(ctx, runID); err != nil {
+		return nil, runNotFound(runID, err)
+	}
+	return s.Store.Events(ctx, runID, after, limit)
+}
+
+func runNotFound(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return &engine.Error{Code: engine.CodeRunNotFound, Category: engine.CategoryNotFound, Message: "no run " + id, RunID: id, Err: err,
+			Suggestion: "list runs with `stepwise runs`"}
+	}
+	return err
+}
