@@ -55,7 +55,9 @@ func describe(err error) *exitError {
 		b.WriteString(e.Message)
 		for _, v := range e.Violations {
 			b.WriteString("\n  ")
-			if v.Path != "" {
+			if v.Line > 0 {
+				fmt.Fprintf(&b, "%d:%d: ", v.Line, v.Column)
+			} else if v.Path != "" {
 				b.WriteString(v.Path + ": ")
 			}
 			b.WriteString(v.Message)

@@ -49,7 +49,9 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, msg: err.Error()}
 	})
-	root.AddCommand(newValidateCmd(), newSchemaCmd())
+	g := &globals{}
+	g.register(root)
+	root.AddCommand(newValidateCmd(), newSchemaCmd(), newRunCmd(g), newResumeCmd(g), newRunsCmd(g), newShowCmd(g), newCancelCmd(g))
 	return root
 }
 

@@ -63,6 +63,8 @@ func (b *bus) subscribe(runID string, buffer int) (<-chan Event, func()) {
 		once.Do(func() {
 			b.mu.Lock()
 			delete(b.subs, s)
+			// No send can follow: publish holds the lock while sending.
+			close(s.ch)
 			b.mu.Unlock()
 		})
 	}

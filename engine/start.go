@@ -24,6 +24,9 @@ type StartRequest struct {
 	Definition []byte
 	Inputs     map[string]any
 	ParentID   string
+	// Detached records the run without executing it here: another process
+	// (or a later Resume) drives it.
+	Detached bool
 }
 
 // Start checks the inputs, records the run and starts executing it in the
@@ -67,7 +70,9 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		return "", err
 	}
 	e.publish(run.ID, store.StatusRunning, events, res.EventSeqs)
-	e.schedule(run.ID)
+	if !req.Detached {
+		e.schedule(run.ID)
+	}
 	return run.ID, nil
 }
 

@@ -128,12 +128,12 @@ func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
 func (s *Service) Parse(data []byte) (*Loaded, error) {
 	res := workflow.Check(data, workflow.Options{Resolver: resolver{s.Actions}})
 	if !res.Valid() {
-		name := ""
-		if res.Workflow != nil {
-			name = res.Workflow.Name
+		what := "the workflow is invalid"
+		if res.Workflow != nil && res.Workflow.Name != "" {
+			what = fmt.Sprintf("workflow %s is invalid", res.Workflow.Name)
 		}
 		return nil, &engine.Error{Code: engine.CodeWorkflowInvalid, Category: engine.CategoryValidation,
-			Message: fmt.Sprintf("workflow %s is invalid", name), Violations: res.Violations,
+			Message: what, Violations: res.Violations,
 			Suggestion: "fix the listed violations (stepwise validate shows them with positions)"}
 	}
 	def, err := workflow.Canonical(res.Source.Value)
@@ -143,9 +143,10 @@ func (s *Service) Parse(data []byte) (*Loaded, error) {
 	return &Loaded{Workflow: res.Workflow, Version: res.Version, Definition: def}, nil
 }
 
-// StartRun starts a run of a loaded workflow.
-func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any) (string, error) {
-	return s.Engine.Start(ctx, engine.StartRequest{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Inputs: inputs})
+// StartRun starts a run of a loaded workflow. A detached run is recorded
+// but not executed by this process.
+func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any, detached bool) (string, error) {
+	return s.Engine.Start(ctx, engine.StartRequest{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Inputs: inputs, Detached: detached})
 }
 
 // Continue answers a pause.

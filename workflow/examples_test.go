@@ -9,10 +9,12 @@ import (
 // TestExamplesValidate validates every workflow in examples/ and checks
 // that, together, they use every step kind.
 func TestExamplesValidate(t *testing.T) {
-	files, err := filepath.Glob("../examples/*")
+	files, err := filepath.Glob("../examples/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	jsonFiles, _ := filepath.Glob("../examples/*.json")
+	files = append(files, jsonFiles...)
 	if len(files) < 8 {
 		t.Fatalf("want at least 8 examples, found %d", len(files))
 	}

@@ -1,0 +1,386 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/store"
+)
+
+// runOptions are the flags of run and resume.
+type runOptions struct {
+	inputs   []string
+	answers  string
+	asJSON   bool
+	noInput  bool
+	detach   bool
+	prompter prompter // tests inject one
+}
+
+// runResult is what --json prints.
+type runResult struct {
+	RunID   string          `json:"run_id"`
+	Status  string          `json:"status"`
+	Outputs map[string]any  `json:"outputs,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+	Pause   *engine.Pause   `json:"pause,omitempty"`
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run FILE|NAME",
+		Short: "Run a workflow: asks its questions in the terminal, or takes answers from a file",
+		Long: "Run a workflow file, or a workflow of the library by name.\n\n" +
+			"In a terminal, questions are asked interactively and agent steps show their instructions.\n" +
+			"Otherwise answers come from --answers (a YAML/JSON map of step id to answer); when one is\n" +
+			"missing the run is left waiting and its pause is printed.\n\n" +
+			"Exit status: 0 succeeded, 1 failed or canceled (or invalid workflow/inputs/answers),\n" +
+			"2 usage or I/O error, 3 waiting for an answer, 130 interrupted (the run stays resumable).",
+		Args: exactArgs(1, "run: give one workflow file or name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWorkflow(cmd, g, o, args[0])
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().StringArrayVarP(&o.inputs, "input", "i", nil, "an input as name=value (repeatable)")
+	cmd.Flags().BoolVar(&o.detach, "detach", false, "record the run and exit without executing it (resume it later)")
+	return cmd
+}
+
+func newResumeCmd(g *globals) *cobra.Command {
+	o := &runOptions{}
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "resume RUN | --all",
+		Short: "Continue a run: drive it if it was interrupted, answer its pause if it waits",
+		Long: "Continue a run that was interrupted (Ctrl-C, crash) or that waits for an answer.\n" +
+			"With --all, drive every interrupted run of the home until none is running.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all && len(args) == 0 {
+				return nil
+			}
+			if !all && len(args) == 1 {
+				return nil
+			}
+			return usageErr("resume: give one run id, or --all")
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all {
+				return resumeAll(cmd, g)
+			}
+			return resumeRun(cmd, g, o, args[0])
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "drive every interrupted run until none is running")
+	return cmd
+}
+
+func (o *runOptions) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.answers, "answers", "", "YAML/JSON file mapping step ids to answers")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, `print {"run_id","status","outputs","pause"} as JSON`)
+	cmd.Flags().BoolVar(&o.noInput, "no-input", false, "never ask in the terminal; stop when an answer is missing")
+}
+
+func exactArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("%s", msg)
+		}
+		return nil
+	}
+}
+
+// signalContext is canceled on SIGINT/SIGTERM; interrupted reports which.
+func signalContext() (context.Context, func(), func() bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var got bool
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			got = true
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(done); cancel() }, func() bool { return got }
+}
+
+func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) error {
+	ctx, stop, interrupted := signalContext()
+	defer stop()
+	svc, err := g.open(context.Background(), actionOutput(cmd, o))
+	if err != nil {
+		return err
+	}
+	defer svc.Close(context.Background())
+	l, err := svc.LoadWorkflow(ref)
+	if err != nil {
+		return describe(err)
+	}
+	inputs, err := parseInputs(o.inputs, l.Workflow)
+	if err != nil {
+		return err
+	}
+	answers, err := readAnswers(o.answers)
+	if err != nil {
+		return err
+	}
+	id, err := svc.StartRun(ctx, l, inputs, o.detach)
+	if err != nil {
+		return describe(err)
+	}
+	if o.detach {
+		return printOutcome(cmd, o, &service.RunView{ID: id, Status: store.StatusRunning})
+	}
+	return follow(ctx, cmd, svc, o, id, answers, interrupted)
+}
+
+func resumeRun(cmd *cobra.Command, g *globals, o *runOptions, id string) error {
+	ctx, stop, interrupted := signalContext()
+	defer stop()
+	svc, err := g.open(context.Background(), actionOutput(cmd, o))
+	if err != nil {
+		return err
+	}
+	defer svc.Close(context.Background())
+	answers, err := readAnswers(o.answers)
+	if err != nil {
+		return err
+	}
+	if _, err := svc.Resume(ctx, id); err != nil {
+		return describe(err)
+	}
+	return follow(ctx, cmd, svc, o, id, answers, interrupted)
+}
+
+// resumeAll drives every interrupted run until none is running: recovery
+// as a command (a server does the same when it starts).
+func resumeAll(cmd *cobra.Command, g *globals) error {
+	ctx, stop, interrupted := signalContext()
+	defer stop()
+	svc, err := g.open(context.Background(), io.Discard)
+	if err != nil {
+		return err
+	}
+	defer svc.Close(context.Background())
+	for {
+		ids, err := svc.Store.RunIDsByStatus(ctx, store.StatusRunning, store.StatusPending)
+		if err != nil {
+			return describe(err)
+		}
+		if len(ids) == 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "no run is running")
+			return nil
+		}
+		for _, id := range ids {
+			if _, err := svc.Resume(ctx, id); err != nil {
+				return describe(err)
+			}
+		}
+		for _, id := range ids {
+			if _, err := svc.Wait(ctx, id, 0); err != nil {
+				if interrupted() {
+					return &exitError{code: ExitInterrupted, msg: "interrupted; the runs stay resumable"}
+				}
+				return describe(err)
+			}
+		}
+	}
+}
+
+func actionOutput(cmd *cobra.Command, o *runOptions) io.Writer {
+	if o.asJSON {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.ErrOrStderr()
+}
+
+// follow drives a run to its end in this process: it waits while the run
+// executes, answers its pauses (answers file, then the terminal), and
+// prints the outcome.
+func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, o *runOptions, id string, answers map[string]any, interrupted func() bool) error {
+	errOut := cmd.ErrOrStderr()
+	stopProgress := func() {}
+	if !o.asJSON {
+		events, unsubscribe := svc.Engine.Subscribe(id)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			progress(errOut, events)
+		}()
+		var once sync.Once
+		stopProgress = func() {
+			once.Do(func() {
+				unsubscribe()
+				<-done
+			})
+		}
+		defer stopProgress()
+	}
+	// Progress lines come before the outcome.
+	printOutcome := func(cmd *cobra.Command, o *runOptions, v *service.RunView) error {
+		stopProgress()
+		return printOutcome(cmd, o, v)
+	}
+	p := o.prompter
+	if p == nil && !o.noInput && isTerminal(os.Stdin) && isTerminal(os.Stderr) {
+		p = terminalPrompter{out: errOut}
+	}
+	asked := map[int64]bool{}
+	for {
+		status, err := svc.Wait(ctx, id, 0)
+		if err != nil {
+			if interrupted() || errors.Is(err, context.Canceled) {
+				return interruptedErr(id)
+			}
+			return describe(err)
+		}
+		view, err := svc.GetRun(context.Background(), id)
+		if err != nil {
+			return describe(err)
+		}
+		if status != store.StatusWaiting || view.Pause == nil {
+			return printOutcome(cmd, o, view)
+		}
+		pause := view.Pause
+		value, ok := answers[pause.StepID]
+		if ok && asked[pause.Seq] {
+			ok = false // the answers file's value was refused: ask instead
+		}
+		if !ok {
+			if p == nil {
+				return printOutcome(cmd, o, view)
+			}
+			value, err = p.ask(ctx, pause)
+			if err != nil {
+				if interrupted() || errors.Is(err, errAborted) {
+					return interruptedErr(id)
+				}
+				return describe(err)
+			}
+		}
+		asked[pause.Seq] = true
+		if _, err := svc.Continue(ctx, pause.Token, value); err != nil {
+			if engine.CodeOf(err) == engine.CodeAnswerInvalid && p != nil {
+				fmt.Fprintln(errOut, describe(err).msg)
+				continue
+			}
+			return describe(err)
+		}
+	}
+}
+
+func interruptedErr(id string) error {
+	return &exitError{code: ExitInterrupted, msg: fmt.Sprintf("interrupted; the run stays resumable: stepwise resume %s", id)}
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// printOutcome prints the run's end (or pause) and picks the exit code.
+func printOutcome(cmd *cobra.Command, o *runOptions, v *service.RunView) error {
+	out := cmd.OutOrStdout()
+	if o.asJSON {
+		if err := writeJSON(out, runResult{RunID: v.ID, Status: v.Status, Outputs: v.Outputs, Error: v.Error, Pause: v.Pause}); err != nil {
+			return err
+		}
+	} else {
+		printHuman(out, v)
+	}
+	switch v.Status {
+	case store.StatusSucceeded:
+		return nil
+	case store.StatusWaiting:
+		return &exitError{code: ExitWaiting}
+	case store.StatusRunning, store.StatusPending:
+		return nil // --detach
+	default:
+		return &exitError{code: ExitInvalid}
+	}
+}
+
+func printHuman(w io.Writer, v *service.RunView) {
+	fmt.Fprintf(w, "run %s: %s\n", v.ID, v.Status)
+	switch v.Status {
+	case store.StatusSucceeded:
+		if len(v.Outputs) > 0 {
+			b, _ := json.MarshalIndent(v.Outputs, "", "  ")
+			fmt.Fprintf(w, "outputs: %s\n", b)
+		}
+	case store.StatusWaiting:
+		if p := v.Pause; p != nil {
+			printPause(w, p)
+			fmt.Fprintf(w, "answer it with: stepwise resume %s --answers FILE   (FILE: {%s: <answer>})\n", v.ID, p.StepID)
+		}
+	case store.StatusRunning, store.StatusPending:
+		fmt.Fprintf(w, "resume it with: stepwise resume %s\n", v.ID)
+	default:
+		var e struct {
+			Message string `json:"message"`
+			StepID  string `json:"step_id"`
+		}
+		if json.Unmarshal(v.Error, &e) == nil && e.Message != "" {
+			if e.StepID != "" {
+				fmt.Fprintf(w, "error in step %s: %s\n", e.StepID, e.Message)
+			} else {
+				fmt.Fprintf(w, "error: %s\n", e.Message)
+			}
+		}
+	}
+}
+
+func printPause(w io.Writer, p *engine.Pause) {
+	switch p.Kind {
+	case engine.KindAgent:
+		fmt.Fprintf(w, "waiting for the agent at step %s", p.StepID)
+		if p.Persona != "" {
+			fmt.Fprintf(w, " (as %s)", p.Persona)
+		}
+		fmt.Fprintf(w, ":\n  %s\n", p.Instructions)
+		if p.OutputSchema != nil {
+			b, _ := json.Marshal(p.OutputSchema)
+			fmt.Fprintf(w, "  output schema: %s\n", b)
+		}
+	default:
+		fmt.Fprintf(w, "waiting for an answer at step %s: %s\n", p.StepID, p.Prompt)
+		for _, f := range p.Fields {
+			fmt.Fprintf(w, "  field %s (%s): %s\n", f.Name, f.Type, f.Prompt)
+		}
+	}
+	fmt.Fprintf(w, "token (expires %s): %s\n", p.ExpiresAt.Format(time.RFC3339), p.Token)
+}
+
+// progress prints step events as they happen.
+func progress(w io.Writer, events <-chan engine.Event) {
+	for e := range events {
+		switch e.Type {
+		case engine.EventStepSucceeded:
+			fmt.Fprintf(w, "  ✓ %s\n", e.StepID)
+		case engine.EventStepFailed:
+			var d struct {
+				Error string `json:"error"`
+			}
+			_ = json.Unmarshal(e.Data, &d)
+			fmt.Fprintf(w, "  ✗ %s: %s\n", e.StepID, d.Error)
+		case engine.EventStepSkipped:
+			fmt.Fprintf(w, "  - %s (skipped)\n", e.StepID)
+		}
+	}
+}

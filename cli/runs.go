@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"stepwise.dev/stepwise/store"
+)
+
+func newRunsCmd(g *globals) *cobra.Command {
+	var (
+		workflowName, status, cursor string
+		limit                        int
+		asJSON                       bool
+		since                        time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List runs, newest first",
+		Args:  exactArgs(0, "runs takes no arguments (use --workflow, --status)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svc, err := g.open(context.Background(), io.Discard)
+			if err != nil {
+				return err
+			}
+			defer svc.Close(context.Background())
+			f := store.RunFilter{Workflow: workflowName, Limit: limit, Cursor: cursor}
+			if status != "" {
+				for _, s := range strings.Split(status, ",") {
+					s = strings.TrimSpace(s)
+					switch s {
+					case store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusSucceeded, store.StatusFailed, store.StatusCanceled:
+					default:
+						return usageErr("--status %q: use pending, running, waiting, succeeded, failed or canceled", s)
+					}
+					f.Status = append(f.Status, s)
+				}
+			}
+			if since > 0 {
+				f.CreatedAfter = time.Now().Add(-since)
+			}
+			runs, next, err := svc.ListRuns(context.Background(), f)
+			if err != nil {
+				return describe(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, map[string]any{"runs": runs, "next_cursor": next})
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tCREATED")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+			}
+			tw.Flush()
+			if next != "" {
+				fmt.Fprintf(out, "more: stepwise runs --cursor %s\n", next)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&workflowName, "workflow", "", "only runs of this workflow")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in these statuses (comma-separated)")
+	cmd.Flags().DurationVar(&since, "since", 0, "only runs created within this duration (e.g. 24h)")
+	cmd.Flags().IntVar(&limit, "limit", 20, "page size")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a previous listing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newShowCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: status, inputs, outputs, its pause, and a timeline of steps and events",
+		Args:  exactArgs(1, "show: give one run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.open(context.Background(), io.Discard)
+			if err != nil {
+				return err
+			}
+			defer svc.Close(context.Background())
+			ctx := context.Background()
+			v, err := svc.GetRun(ctx, args[0])
+			if err != nil {
+				return describe(err)
+			}
+			events, err := svc.Events(ctx, args[0], 0, 0)
+			if err != nil {
+				return describe(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				evs := make([]map[string]any, len(events))
+				for i, e := range events {
+					m := map[string]any{"seq": e.Seq, "type": e.Type, "at": e.At}
+					if e.StepID != "" {
+						m["step_id"] = e.StepID
+					}
+					if len(e.Data) > 0 {
+						m["data"] = json.RawMessage(e.Data)
+					}
+					evs[i] = m
+				}
+				return writeJSON(out, map[string]any{"run": v, "events": evs})
+			}
+			printHuman(out, v)
+			fmt.Fprintf(out, "workflow: %s (%s)\ncreated: %s\n", v.Workflow, v.Version, v.CreatedAt.Local().Format(time.RFC3339))
+			if len(v.Inputs) > 0 {
+				b, _ := json.Marshal(v.Inputs)
+				fmt.Fprintf(out, "inputs: %s\n", b)
+			}
+			fmt.Fprintln(out, "timeline:")
+			start := v.CreatedAt
+			for _, e := range events {
+				line := fmt.Sprintf("  %8s  %-15s", "+"+e.At.Sub(start).Round(time.Millisecond).String(), e.Type)
+				if e.StepID != "" {
+					line += " " + e.StepID
+				}
+				if len(e.Data) > 0 && e.Type != "run.created" {
+					line += " " + string(e.Data)
+				}
+				fmt.Fprintln(out, line)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newCancelCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "Cancel a run",
+		Args:  exactArgs(1, "cancel: give one run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.open(context.Background(), io.Discard)
+			if err != nil {
+				return err
+			}
+			defer svc.Close(context.Background())
+			if err := svc.Cancel(context.Background(), args[0], reason); err != nil {
+				return describe(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s: canceled\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the run's events)")
+	return cmd
+}
