@@ -255,11 +255,21 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
 			return run.Status, nil
 		}
-		select {
-		case <-ctx.Done():
-			return run.Status, ctx.Err()
-		case <-events:
-		case <-tick.C: // the driver may live in another process
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return run.Status, ctx.Err()
+			case ev, ok := <-events:
+				if !ok {
+					break wait
+				}
+				if ev.Status != store.StatusRunning && ev.Status != store.StatusPending {
+					break wait // re-read to confirm
+				}
+			case <-tick.C: // the driver may live in another process
+				break wait
+			}
 		}
 	}
 }

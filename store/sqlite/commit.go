@@ -18,12 +18,10 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 	now := time.Now()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var rev, eventSeq int64
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET rev = rev + 1, updated_at = ?,
-				status = COALESCE(?, status), state = COALESCE(?, state), outputs = COALESCE(?, outputs),
-				error = COALESCE(?, error), finished_at = COALESCE(?, finished_at)
-			WHERE id = ? AND rev = ? RETURNING rev, event_seq`,
+		err := s.queryRow(ctx, tx, sqlAdvanceRun,
 			nanos(now), nullString(c.Run.Status), blob(c.Run.State), blob(c.Run.Outputs), blob(c.Run.Error), nullable(c.Run.FinishedAt),
-			c.RunID, c.Rev).Scan(&rev, &eventSeq)
+			len(c.Events), c.RunID, c.Rev).Scan(&rev, &eventSeq)
+		eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
 		if errors.Is(err, sql.ErrNoRows) {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, c.RunID).Scan(&n); err != nil {
@@ -43,7 +41,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 			if at.IsZero() {
 				at = now
 			}
-			r, err := tx.ExecContext(ctx, `UPDATE pauses SET status = ?, answer = ?, answered_at = ? WHERE run_id = ? AND seq = ? AND status = 'open'`,
+			r, err := s.exec(ctx, tx, sqlClosePause,
 				p.Status, blob(p.Answer), nanos(at), c.RunID, p.Seq)
 			if err != nil {
 				return fmt.Errorf("close pause %d: %w", p.Seq, err)
@@ -62,23 +60,19 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 			if at.IsZero() {
 				at = now
 			}
-			if err := tx.QueryRowContext(ctx, `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+			if err := s.queryRow(ctx, tx, sqlInsertAnswer,
 				c.RunID, a.PauseSeq, a.StepKey, blob(a.Value), nanos(at)).Scan(&res.AnswerID); err != nil {
 				return fmt.Errorf("record answer: %w", err)
 			}
 		}
 		for _, st := range c.Steps {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO steps (run_id, key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (run_id, key, visit) DO UPDATE SET step_id = excluded.step_id, status = excluded.status, output = excluded.output,
-					answer = excluded.answer, error = excluded.error, attempts = excluded.attempts, started_at = excluded.started_at, finished_at = excluded.finished_at`,
+			if _, err := s.exec(ctx, tx, sqlUpsertStep,
 				c.RunID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer), nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt)); err != nil {
 				return fmt.Errorf("record step %s: %w", st.Key, err)
 			}
 		}
 		for _, a := range c.Attempts {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (run_id, key, visit, attempt, status, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (run_id, key, visit, attempt) DO UPDATE SET status = excluded.status, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`,
+			if _, err := s.exec(ctx, tx, sqlUpsertAttempt,
 				c.RunID, a.Key, a.Visit, a.Attempt, a.Status, nullString(a.Error), nanos(a.StartedAt), nanos(a.FinishedAt)); err != nil {
 				return fmt.Errorf("record attempt %s/%d: %w", a.Key, a.Attempt, err)
 			}
@@ -88,7 +82,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 			if created.IsZero() {
 				created = now
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO pauses (run_id, seq, step_key, visit, kind, request, status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)`,
+			if _, err := s.exec(ctx, tx, sqlInsertPause,
 				c.RunID, p.Seq, p.StepKey, p.Visit, p.Kind, p.Request, nanos(p.ExpiresAt), nanos(created)); err != nil {
 				if isConstraint(err) {
 					return fmt.Errorf("open pause %d: %w", p.Seq, store.ErrExists)
@@ -107,7 +101,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 				return fmt.Errorf("set timer %s: %w", t.Key, err)
 			}
 		}
-		seqs, err := appendEvents(ctx, tx, c.RunID, eventSeq, c.Events, now)
+		seqs, err := s.insertEvents(ctx, tx, c.RunID, eventSeq, c.Events, now)
 		res.EventSeqs = seqs
 		return err
 	})

@@ -64,9 +64,17 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.Rev = 1
-		seqs, err := appendEvents(ctx, tx, r.ID, 0, events, now)
+		seqs, err := s.insertEvents(ctx, tx, r.ID, 0, events, now)
+		if err != nil {
+			return err
+		}
 		res.EventSeqs = seqs
-		return err
+		if len(events) > 0 {
+			if _, err := s.exec(ctx, tx, sqlSetEventSeq, len(events), r.ID); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("create run %s: %w", r.ID, err)
@@ -245,7 +253,9 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-func appendEvents(ctx context.Context, tx *sql.Tx, runID string, lastSeq int64, events []store.Event, now time.Time) ([]int64, error) {
+// insertEvents appends events after lastSeq (the caller keeps the run's
+// event_seq in step).
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, lastSeq int64, events []store.Event, now time.Time) ([]int64, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
@@ -256,14 +266,11 @@ func appendEvents(ctx context.Context, tx *sql.Tx, runID string, lastSeq int64, 
 		if at.IsZero() {
 			at = now
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (run_id, seq, type, step_id, data, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		if _, err := s.exec(ctx, tx, sqlInsertEvent,
 			runID, seq, e.Type, nullString(e.StepID), blob(e.Data), nanos(at)); err != nil {
 			return nil, fmt.Errorf("append event %s: %w", e.Type, err)
 		}
 		seqs[i] = seq
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET event_seq = ? WHERE id = ?`, lastSeq+int64(len(events)), runID); err != nil {
-		return nil, err
 	}
 	return seqs, nil
 }

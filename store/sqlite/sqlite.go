@@ -43,6 +43,10 @@ type Options struct {
 type Store struct {
 	w *sql.DB // the one writer connection
 	r *sql.DB // read-only pool
+
+	// Statements prepared once on the writer: parsing SQL costs more than
+	// executing these small statements. Read-only after Open.
+	stmts map[string]*sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
@@ -101,12 +105,60 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	return &Store{w: w, r: r}, nil
+	st := &Store{w: w, r: r, stmts: map[string]*sql.Stmt{}}
+	if err := st.prepare(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return st, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	for _, st := range s.stmts {
+		st.Close()
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// stmt returns the prepared form of query for use inside tx. Statements
+// are prepared when the store opens (prepare needs the one writer
+// connection, which a running transaction holds); a query that was not
+// prepared runs unprepared.
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, bool) {
+	st, ok := s.stmts[query]
+	if !ok {
+		return nil, false
+	}
+	return tx.StmtContext(ctx, st), true
+}
+
+// prepare prepares the statements of the hot path on the writer.
+func (s *Store) prepare(ctx context.Context) error {
+	for _, q := range hotStatements {
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// exec runs a statement in tx, prepared when it is a hot one.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st, ok := s.stmt(ctx, tx, query); ok {
+		return st.ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryRow runs a single-row statement in tx, prepared when it is a hot one.
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st, ok := s.stmt(ctx, tx, query); ok {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
 }
 
 // Writer exposes the writer connection for benchmarks that compare the

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/workflow"
+)
+
+func noopWorkflow(n int) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: noops\nsteps:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - id: s%d\n    uses: noop\n", i)
+	}
+	return b.String()
+}
+
+func benchEngine(b *testing.B, durability string) (*Engine, *sqlite.Store) {
+	b.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{Durability: durability})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(Config{Store: s, Key: testKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.Close(context.Background()); _ = s.Close() })
+	return e, s
+}
+
+func startDoc(b *testing.B, e *Engine, doc string) string {
+	b.Helper()
+	res := workflow.Check([]byte(doc), workflow.Options{})
+	if !res.Valid() {
+		b.Fatal(res.Violations)
+	}
+	def, _ := workflow.Canonical(res.Source.Value)
+	id, err := e.Start(context.Background(), StartRequest{Workflow: res.Workflow, Version: res.Version, Definition: def})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+// rawCommitRate measures one small insert per transaction on the same
+// database and connection settings: the limit the engine is compared with.
+func rawCommitRate(b *testing.B, s *sqlite.Store, n int) float64 {
+	b.Helper()
+	ctx := context.Background()
+	db := s.Writer()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS bench_raw (id INTEGER PRIMARY KEY, v TEXT)`); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO bench_raw (v) VALUES (?)`, "x"); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkSerialSteps runs durable no-op steps one after another and, in
+// the same benchmark, measures the raw SQLite commit rate; steps/s over
+// commits/s is reported as "ratio".
+func BenchmarkSerialSteps(b *testing.B) {
+	for _, d := range []string{sqlite.Full, sqlite.Normal} {
+		b.Run(d, func(b *testing.B) {
+			e, s := benchEngine(b, d)
+			const perRun = 200
+			doc := noopWorkflow(perRun)
+			// Warm up: the version is recorded and parsed once.
+			id := startDoc(b, e, noopWorkflow(1))
+			_, _ = e.Wait(context.Background(), id)
+			raw := rawCommitRate(b, s, 300)
+			b.ResetTimer()
+			start := time.Now()
+			steps := 0
+			for steps < b.N {
+				id := startDoc(b, e, doc)
+				if st, err := e.Wait(context.Background(), id); err != nil || st != "succeeded" {
+					b.Fatalf("run %s: %s %v", id, st, err)
+				}
+				steps += perRun
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			rate := float64(steps) / elapsed.Seconds()
+			b.ReportMetric(rate, "steps/s")
+			b.ReportMetric(raw, "raw_commits/s")
+			b.ReportMetric(rate/raw, "ratio")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkContinue measures in-process Continue latency (p50, p99): a
+// question is answered and the pause closed, the answer committed.
+func BenchmarkContinue(b *testing.B) {
+	e, _ := benchEngine(b, sqlite.Normal)
+	doc := "version: 1\nname: one-question\nsteps:\n  - id: q\n    ask: {prompt: 'N?', type: integer, min: 0}\n"
+	const batch = 200
+	var lat []time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		b.StopTimer()
+		n := min(batch, b.N-done)
+		toks := make([]string, n)
+		for i := range toks {
+			id := startDoc(b, e, doc)
+			if _, err := e.Wait(context.Background(), id); err != nil {
+				b.Fatal(err)
+			}
+			ps, err := e.Pauses(context.Background(), id)
+			if err != nil || len(ps) != 1 {
+				b.Fatal(ps, err)
+			}
+			toks[i] = ps[0].Token
+		}
+		b.StartTimer()
+		for _, tok := range toks {
+			t0 := time.Now()
+			if _, err := e.Continue(context.Background(), tok, int64(1)); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		done += n
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
+}

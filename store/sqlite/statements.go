@@ -1,0 +1,23 @@
+package sqlite
+
+// The statements of the hot path (a step's commit), prepared once when the
+// store opens.
+const (
+	sqlAdvanceRun = `UPDATE runs SET rev = rev + 1, updated_at = ?,
+				status = COALESCE(?, status), state = COALESCE(?, state), outputs = COALESCE(?, outputs),
+				error = COALESCE(?, error), finished_at = COALESCE(?, finished_at), event_seq = event_seq + ?
+			WHERE id = ? AND rev = ? RETURNING rev, event_seq`
+	sqlClosePause   = `UPDATE pauses SET status = ?, answer = ?, answered_at = ? WHERE run_id = ? AND seq = ? AND status = 'open'`
+	sqlInsertAnswer = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES (?, ?, ?, ?, ?) RETURNING id`
+	sqlUpsertStep   = `INSERT INTO steps (run_id, key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (run_id, key, visit) DO UPDATE SET step_id = excluded.step_id, status = excluded.status, output = excluded.output,
+					answer = excluded.answer, error = excluded.error, attempts = excluded.attempts, started_at = excluded.started_at, finished_at = excluded.finished_at`
+	sqlUpsertAttempt = `INSERT INTO attempts (run_id, key, visit, attempt, status, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (run_id, key, visit, attempt) DO UPDATE SET status = excluded.status, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`
+	sqlInsertPause = `INSERT INTO pauses (run_id, seq, step_key, visit, kind, request, status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)`
+	sqlSetEventSeq = `UPDATE runs SET event_seq = ? WHERE id = ?`
+	sqlInsertEvent = `INSERT INTO events (run_id, seq, type, step_id, data, at) VALUES (?, ?, ?, ?, ?, ?)`
+)
+
+var hotStatements = []string{sqlAdvanceRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlSetEventSeq, sqlInsertEvent}
