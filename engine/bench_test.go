@@ -83,16 +83,18 @@ func BenchmarkSerialSteps(b *testing.B) {
 		b.Run(d, func(b *testing.B) {
 			e, s := benchEngine(b, d)
 			const perRun = 200
-			doc := noopWorkflow(perRun)
-			// Warm up: the version is recorded and parsed once.
-			id := startDoc(b, e, noopWorkflow(1))
-			_, _ = e.Wait(context.Background(), id)
+			res := workflow.Check([]byte(noopWorkflow(perRun)), workflow.Options{})
+			def, _ := workflow.Canonical(res.Source.Value)
+			req := StartRequest{Workflow: res.Workflow, Version: res.Version, Definition: def}
 			raw := rawCommitRate(b, s, 300)
 			b.ResetTimer()
 			start := time.Now()
 			steps := 0
 			for steps < b.N {
-				id := startDoc(b, e, doc)
+				id, err := e.Start(context.Background(), req)
+				if err != nil {
+					b.Fatal(err)
+				}
 				if st, err := e.Wait(context.Background(), id); err != nil || st != "succeeded" {
 					b.Fatalf("run %s: %s %v", id, st, err)
 				}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"stepwise.dev/stepwise/expr"
@@ -66,7 +65,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		return e.succeed(ctx, rs)
 	}
 	s := rs.wf.Steps[rs.state.Cursor]
-	sx := &stepExec{s: s, key: s.ID, visit: rs.state.Visits[s.ID] + 1, started: e.now().UTC()}
+	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC()}
 	env := rs.env(e.lookupEnv)
 	if limit := s.MaxVisits; (limit > 0 && sx.visit > limit) || sx.visit > maxVisits {
 		if limit == 0 {
@@ -118,17 +117,21 @@ func (sx *stepExec) idempotencyKey(runID string, attempt int) string {
 	return fmt.Sprintf("%s/%s/%d", runID, sx.key, attempt)
 }
 
-// next returns a copy of the state with the step counted as visited and
-// the cursor moved to cursor.
-func (rs *runState) next(sx *stepExec, cursor int) State {
+// next returns a copy of the state with the cursor moved to cursor.
+func (rs *runState) next(_ *stepExec, cursor int) State {
 	st := rs.state
-	st.Visits = maps.Clone(rs.state.Visits)
-	if st.Visits == nil {
-		st.Visits = map[string]int{}
-	}
-	st.Visits[sx.s.ID] = sx.visit
 	st.Cursor = cursor
 	return st
+}
+
+// visit is how often a step has been recorded: visits are not stored in
+// the state but derived from the recorded steps, so a commit does not grow
+// with the number of steps.
+func (rs *runState) visit(stepID string) int {
+	if r, ok := rs.results[stepID]; ok {
+		return r.Visit
+	}
+	return 0
 }
 
 // commit writes c with the given next state; on success the in-memory run
@@ -228,7 +231,11 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 		r.Output = masked
 	}
 	c.Steps = append(c.Steps, st)
-	c.Attempts = append(c.Attempts, store.Attempt{Key: sx.key, Visit: sx.visit, Attempt: r.Attempts, Status: "succeeded", StartedAt: sx.started, FinishedAt: now})
+	if r.Attempts > 1 {
+		// Earlier attempts were recorded as they failed; the step row
+		// stands for a first-try success.
+		c.Attempts = append(c.Attempts, store.Attempt{Key: sx.key, Visit: sx.visit, Attempt: r.Attempts, Status: "succeeded", StartedAt: sx.started, FinishedAt: now})
+	}
 	if !o.started {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
 	}

@@ -17,8 +17,6 @@ import (
 type State struct {
 	// Cursor is the index of the next top-level step.
 	Cursor int `json:"cursor"`
-	// Visits counts how often each step has started (goto loops).
-	Visits map[string]int `json:"visits,omitempty"`
 	// PauseSeq is the sequence number of the last pause opened.
 	PauseSeq int64 `json:"pause_seq,omitempty"`
 	// StartedAt is when the run started.
@@ -60,6 +58,8 @@ type runState struct {
 	steps map[string]any
 	// lastAnswerID is the answer id assigned by the last commit.
 	lastAnswerID int64
+	// envNames are the environment variables the workflow declares.
+	envNames []string
 }
 
 // load reads a run with its definition and step results.
@@ -139,8 +139,11 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 
 // env is the expression context.
 func (rs *runState) env(lookup func(string) (string, bool)) map[string]any {
-	envVars := map[string]any{}
-	for _, name := range declaredEnv(rs.wf) {
+	if rs.envNames == nil {
+		rs.envNames = declaredEnv(rs.wf)
+	}
+	envVars := make(map[string]any, len(rs.envNames))
+	for _, name := range rs.envNames {
 		if v, ok := lookup(name); ok {
 			envVars[name] = v
 		} else {
@@ -179,7 +182,7 @@ func (rs *runState) record(stepID string, r *result) {
 
 func declaredEnv(wf *workflow.Workflow) []string {
 	seen := map[string]bool{}
-	var names []string
+	names := []string{}
 	add := func(n string) {
 		if n != "" && !seen[n] {
 			seen[n] = true

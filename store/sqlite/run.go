@@ -254,23 +254,27 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // insertEvents appends events after lastSeq (the caller keeps the run's
-// event_seq in step).
+// event_seq in step). Up to maxEventRows events go in one statement.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, lastSeq int64, events []store.Event, now time.Time) ([]int64, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
 	seqs := make([]int64, len(events))
-	for i, e := range events {
-		seq := lastSeq + int64(i) + 1
-		at := e.At
-		if at.IsZero() {
-			at = now
+	for start := 0; start < len(events); start += maxEventRows {
+		chunk := events[start:min(start+maxEventRows, len(events))]
+		args := make([]any, 0, 6*len(chunk))
+		for i, e := range chunk {
+			seq := lastSeq + int64(start+i) + 1
+			at := e.At
+			if at.IsZero() {
+				at = now
+			}
+			args = append(args, runID, seq, e.Type, nullString(e.StepID), blob(e.Data), nanos(at))
+			seqs[start+i] = seq
 		}
-		if _, err := s.exec(ctx, tx, sqlInsertEvent,
-			runID, seq, e.Type, nullString(e.StepID), blob(e.Data), nanos(at)); err != nil {
-			return nil, fmt.Errorf("append event %s: %w", e.Type, err)
+		if _, err := s.exec(ctx, tx, sqlInsertEvents[len(chunk)], args...); err != nil {
+			return nil, fmt.Errorf("append events: %w", err)
 		}
-		seqs[i] = seq
 	}
 	return seqs, nil
 }

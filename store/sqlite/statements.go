@@ -17,7 +17,24 @@ const (
 				ON CONFLICT (run_id, key, visit, attempt) DO UPDATE SET status = excluded.status, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`
 	sqlInsertPause = `INSERT INTO pauses (run_id, seq, step_key, visit, kind, request, status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)`
 	sqlSetEventSeq = `UPDATE runs SET event_seq = ? WHERE id = ?`
-	sqlInsertEvent = `INSERT INTO events (run_id, seq, type, step_id, data, at) VALUES (?, ?, ?, ?, ?, ?)`
 )
 
-var hotStatements = []string{sqlAdvanceRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlSetEventSeq, sqlInsertEvent}
+var hotStatements = []string{sqlAdvanceRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlSetEventSeq}
+
+// maxEventRows is the most events one INSERT carries.
+const maxEventRows = 4
+
+// sqlInsertEvents[n] inserts n events.
+var sqlInsertEvents = func() []string {
+	out := make([]string, maxEventRows+1)
+	for n := 1; n <= maxEventRows; n++ {
+		q := "INSERT INTO events (run_id, seq, type, step_id, data, at) VALUES (?, ?, ?, ?, ?, ?)"
+		for i := 1; i < n; i++ {
+			q += ", (?, ?, ?, ?, ?, ?)"
+		}
+		out[n] = q
+	}
+	return out
+}()
+
+func init() { hotStatements = append(hotStatements, sqlInsertEvents[1:]...) }
