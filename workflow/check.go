@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"regexp/syntax"
 	"sort"
 	"strings"
@@ -61,6 +62,8 @@ func (c *checker) run() {
 	c.collect(c.wf.Steps, "", nil)
 	c.collectHooks(c.wf.OnSuccess)
 	c.collectHooks(c.wf.OnFailure)
+	c.names("inputs")
+	c.names("outputs")
 	for _, name := range c.inputNames() {
 		c.input(name, c.wf.Inputs[name])
 	}
@@ -551,4 +554,31 @@ func joinAnd(words []string) string {
 		return strings.Join(words, "")
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+var identifierRule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// names checks the keys of inputs or outputs: they are referenced in
+// expressions (inputs.NAME), so they must be identifiers.
+func (c *checker) names(field string) {
+	if _, ok := lookup(c.src.Value, "/"+field).(map[string]any); !ok {
+		return
+	}
+	for _, k := range c.src.Keys("/" + field) {
+		if identifierRule.MatchString(k) {
+			continue
+		}
+		p := Pointer(field, k)
+		hint := ""
+		if fixed := strings.Map(func(r rune) rune {
+			if r == '-' || r == ' ' || r == '.' {
+				return '_'
+			}
+			return r
+		}, k); identifierRule.MatchString(fixed) {
+			hint = fmt.Sprintf("did you mean %q?", fixed)
+		}
+		c.add(Violation{Path: p, Pos: c.src.KeyPos(p), Rule: RuleFormat, Hint: hint,
+			Message: fmt.Sprintf("%s name %q is not valid: use letters, digits and _, not starting with a digit, at most 64 characters (names are referenced as %s.NAME)", strings.TrimSuffix(field, "s"), k, field)})
+	}
 }

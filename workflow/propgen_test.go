@@ -142,43 +142,56 @@ func (g *wfGen) nonEmptyText(label string) string {
 }
 
 // expr draws an expression (without delimiters) that only references what
-// sc can see.
+// sc can see. Expressions are type-checked without knowing the data, so
+// operations on constants must make sense: compound forms combine only
+// operands of unknown type (see operand).
 func (g *wfGen) expr(sc genScope, depth int) string {
-	atoms := []string{`1`, `2.5`, `"s"`, `'}}'`, `"a\"b"`, `true`, `nil`, `run.id`, `run.workflow`, `run.version`, `run.started_at`}
-	for _, in := range g.inputs {
-		atoms = append(atoms, "inputs."+in.name, fmt.Sprintf("inputs[%q]", in.name), "inputs?."+in.name)
+	constants := []string{`1`, `2.5`, `"s"`, `'}}'`, `"a\"b"`, `true`, `nil`, `[1, "x"]`, `{"k": 1}`}
+	switch g.pick("expr", "constant", "operand", "compound", "compound") {
+	case "constant":
+		return rapid.SampledFrom(constants).Draw(g.t, "constant")
+	case "operand":
+		return g.operand(sc, depth)
 	}
-	for _, s := range sc.steps {
-		atoms = append(atoms, "steps."+s.id+".status", "steps."+s.id+".error", "steps."+s.id+".attempts")
-		switch {
-		case s.ask && len(s.fields) > 0:
-			atoms = append(atoms, "steps."+s.id+".answer", "steps."+s.id+".answer."+s.fields[0], "steps."+s.id+".answer."+s.fields[len(s.fields)-1])
-		case s.ask:
-			atoms = append(atoms, "steps."+s.id+".answer")
-		default:
-			atoms = append(atoms, "steps."+s.id+".output", "steps."+s.id+".output.body.id", fmt.Sprintf("steps[%q].output", s.id))
-		}
-	}
-	for _, e := range g.env {
-		atoms = append(atoms, "env."+e)
-	}
-	if sc.foreach {
-		atoms = append(atoms, "item", "item.name", "index")
-	}
-	if depth >= 2 || g.chance("atom", 2) {
-		return rapid.SampledFrom(atoms).Draw(g.t, "atom")
-	}
-	a, b := g.expr(sc, depth+1), g.expr(sc, depth+1)
+	a, b := g.operand(sc, depth+1), g.operand(sc, depth+1)
 	forms := []string{
 		"%s == %s", "%s != %s", "%s + %s", "%s && %s", "!%s || %s", "%s ?? %s", "%s ? %s : 0",
 		"len(%s) > len(%s)", "upper(string(%s)) + string(%s)", "let v = %s; v == %s", "(%s) in [%s, 1]",
-		`{"k": %s, "l": %s}`, "[%s, %s]", "filter([1, 2], # > 0 && %s != %s)",
+		`{"k": %s, "l": %s}`, "[%s, %s]", "filter([1, 2], # > 0 && %s != %s)", "%s?.x ?? %s", "not (%s in %s)",
 	}
-	form := rapid.SampledFrom(forms).Draw(g.t, "form")
-	if strings.Count(form, "%s") == 2 {
-		return fmt.Sprintf(form, a, b)
+	return fmt.Sprintf(rapid.SampledFrom(forms).Draw(g.t, "form"), a, b)
+}
+
+// operand draws an expression of unknown type: a reference, or a
+// combination of references that stays of unknown type.
+func (g *wfGen) operand(sc genScope, depth int) string {
+	refs := []string{"run.id", "run.workflow", "run.version", "run.started_at"}
+	for _, in := range g.inputs {
+		refs = append(refs, "inputs."+in.name, fmt.Sprintf("inputs[%q]", in.name), "inputs?."+in.name)
 	}
-	return fmt.Sprintf(form, a, b, a)
+	for _, s := range sc.steps {
+		refs = append(refs, "steps."+s.id+".status", "steps."+s.id+".error", "steps."+s.id+".attempts")
+		switch {
+		case s.ask && len(s.fields) > 0:
+			refs = append(refs, "steps."+s.id+".answer", "steps."+s.id+".answer."+s.fields[0], "steps."+s.id+".answer."+s.fields[len(s.fields)-1])
+		case s.ask:
+			refs = append(refs, "steps."+s.id+".answer")
+		default:
+			refs = append(refs, "steps."+s.id+".output", "steps."+s.id+".output.body.id", fmt.Sprintf("steps[%q].output", s.id))
+		}
+	}
+	for _, e := range g.env {
+		refs = append(refs, "env."+e)
+	}
+	if sc.foreach {
+		refs = append(refs, "item", "item.name", "index")
+	}
+	if depth >= 2 || g.chance("ref", 2) {
+		return rapid.SampledFrom(refs).Draw(g.t, "ref")
+	}
+	a, b := g.operand(sc, depth+1), g.operand(sc, depth+1)
+	forms := []string{"(%s ?? %s)", "(%s ? %s : nil)", "[%s, %s][0]", "(%s + %s)", "(%s)[%s]"}
+	return fmt.Sprintf(rapid.SampledFrom(forms).Draw(g.t, "operand_form"), a, b)
 }
 
 // template draws a string of literal text and ${{ }} expressions.
@@ -282,7 +295,7 @@ func (g *wfGen) with(sc genScope) map[string]any {
 	return m
 }
 
-var durations = []string{"100ms", "500ms", "1s", "2s", "30s", "90s", "1m", "5m", "1h", "1h30m", "1.5h", "1d", "2d", "1d12h"}
+var durations = []string{"100ms", "500ms", "1s", "2s", "30s", "1m", "90s", "5m", "1h", "1h30m", "1.5h", "1d", "1d12h", "2d"}
 
 // duration draws a duration, sometimes as a template.
 func (g *wfGen) duration(sc genScope) string {
@@ -544,9 +557,6 @@ func (g *wfGen) step(id, kind string, sc genScope, depth int) (map[string]any, [
 			a["context"] = g.value(sc, 0)
 		}
 		s["agent"] = a
-		if g.chance("agent_compensate", 5) {
-			s["compensate"] = g.action(self)
-		}
 	case "sleep":
 		switch g.pick("sleep", "string", "duration", "until") {
 		case "string":
@@ -609,10 +619,10 @@ func (g *wfGen) step(id, kind string, sc genScope, depth int) (map[string]any, [
 	if g.chance("step_description", 5) {
 		s["description"] = g.text("step_description")
 	}
-	if g.chance("timeout", 4) {
+	if kind != "sleep" && kind != "fail" && kind != "switch" && g.chance("timeout", 4) {
 		s["timeout"] = g.duration(sc)
 	}
-	if g.chance("continue_on_error", 5) {
+	if kind != "ask" && kind != "sleep" && kind != "fail" && kind != "switch" && g.chance("continue_on_error", 5) {
 		s["continue_on_error"] = rapid.Bool().Draw(t, "continue_on_error")
 	}
 	if _, set := s["max_visits"]; !set && g.chance("max_visits", 8) {

@@ -64,6 +64,7 @@ func Parse(data []byte) (*Source, []Violation) {
 		}
 		root = n
 	} else {
+		data = protectSeparators(data)
 		var doc yaml.Node
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&doc); err != nil {
@@ -201,7 +202,11 @@ func (s *Source) OffsetPos(ptr string, off int) Pos {
 	}
 	switch n.Style {
 	case 0, yaml.FlowStyle:
-		if strings.Contains(val, "\n") {
+		// A plain scalar may continue on later lines (folded into
+		// spaces); map only what stands on its first line as written.
+		raw := s.lineText(n.Line)
+		at := byteOffsetOfColumn(raw, n.Column)
+		if strings.Contains(val, "\n") || at < 0 || !strings.HasPrefix(raw[at:], val[:off]) {
 			return start
 		}
 		return Pos{n.Line, n.Column + utf8.RuneCountInString(val[:off])}
@@ -221,15 +226,31 @@ func (s *Source) OffsetPos(ptr string, off int) Pos {
 		nl := strings.Count(val[:off], "\n")
 		lineStart := strings.LastIndexByte(val[:off], '\n') + 1
 		line := n.Line + 1 + nl
-		// Skip leading blank lines of the block when measuring indentation.
-		indent := 0
-		for l := n.Line + 1; l <= len(s.lines); l++ {
+		// The block's indentation is given by its indicator (|2) when it
+		// has one, relative to the line that holds the indicator;
+		// otherwise by its first non-blank line.
+		indent := -1
+		if header := s.lineText(n.Line); header != "" {
+			if i := strings.LastIndexAny(header, "|"); i >= 0 {
+				for _, r := range header[i+1:] {
+					if r >= '1' && r <= '9' {
+						indent = len(header) - len(strings.TrimLeft(header, " ")) + int(r-'0')
+						if strings.HasPrefix(strings.TrimLeft(header, " "), "- ") {
+							indent += 2 // a list item's mapping is indented past "- "
+						}
+						break
+					}
+				}
+			}
+		}
+		for l := n.Line + 1; indent < 0 && l <= len(s.lines); l++ {
 			t := s.lineText(l)
 			if strings.TrimSpace(t) != "" {
 				indent = len(t) - len(strings.TrimLeft(t, " "))
 				break
 			}
 		}
+		indent = max(indent, 0)
 		return Pos{line, indent + 1 + utf8.RuneCountInString(val[lineStart:off])}
 	}
 	return start
@@ -255,6 +276,10 @@ func rawIndex(raw, val string, off int, double bool) (int, bool) {
 				step = 4
 			case 'u':
 				step = 6
+				// A UTF-16 surrogate pair (\ud83d\ude00) is one character.
+				if ri+12 <= len(raw) && (raw[ri+2] == 'd' || raw[ri+2] == 'D') && strings.ContainsRune("89abAB", rune(raw[ri+3])) && raw[ri+6] == '\\' && raw[ri+7] == 'u' {
+					step = 12
+				}
 			case 'U':
 				step = 10
 			}
@@ -411,7 +436,7 @@ func (b *builder) value(n *yaml.Node, ptr string, depth int) any {
 				b.add(ptr, kpos, RuleSyntax, "YAML merge keys (<<) are not supported; repeat the fields or use an alias for the whole value")
 				continue
 			}
-			key := k.Value
+			key := restoreSeparators(k.Value)
 			child := ptr + "/" + escapePointer(key)
 			if p, dup := first[key]; dup {
 				b.add(child, kpos, RuleDuplicateKey, fmt.Sprintf("duplicate key %q (first defined at line %d, column %d)", key, p.Line, p.Column))
@@ -441,7 +466,7 @@ func (b *builder) value(n *yaml.Node, ptr string, depth int) any {
 func (b *builder) scalar(n *yaml.Node, ptr string, pos Pos) any {
 	switch n.Tag {
 	case "!!str", "!!timestamp", "!!binary", "":
-		return n.Value
+		return restoreSeparators(n.Value)
 	case "!!null":
 		return nil
 	case "!!bool":
@@ -506,4 +531,38 @@ func Pointer(parts ...string) string {
 		b.WriteString(escapePointer(p))
 	}
 	return b.String()
+}
+
+// YAML 1.2 reads U+0085, U+2028 and U+2029 as ordinary characters, but the
+// YAML parser treats them as line breaks (as YAML 1.1 did), rejecting or
+// changing text that holds them. They are swapped for private-use
+// characters (one character each, so columns stay right) before parsing and
+// swapped back in every string. A document that already holds one of the
+// stand-ins is left alone.
+var separators = [][2]rune{{'\u0085', '\U0010FF85'}, {'\u2028', '\U0010F028'}, {'\u2029', '\U0010F029'}}
+
+func protectSeparators(data []byte) []byte {
+	has := false
+	for _, sep := range separators {
+		if bytes.ContainsRune(data, sep[1]) {
+			return data
+		}
+		has = has || bytes.ContainsRune(data, sep[0])
+	}
+	if !has {
+		return data
+	}
+	for _, sep := range separators {
+		data = bytes.ReplaceAll(data, []byte(string(sep[0])), []byte(string(sep[1])))
+	}
+	return data
+}
+
+func restoreSeparators(s string) string {
+	for _, sep := range separators {
+		if strings.ContainsRune(s, sep[1]) {
+			s = strings.ReplaceAll(s, string(sep[1]), string(sep[0]))
+		}
+	}
+	return s
 }

@@ -65,7 +65,13 @@ func sortViolations(vs []Violation) {
 		if a.Column != b.Column {
 			return a.Column < b.Column
 		}
-		return a.Rule < b.Rule
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		return a.Message < b.Message
 	})
 }
 
