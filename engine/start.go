@@ -37,6 +37,9 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		return "", newError(CodeShuttingDown, CategoryInternal, "the engine is shutting down")
 	}
 	wf := req.Workflow
+	if what := unsupported(wf); len(what) > 0 {
+		return "", unsupportedError(wf, what)
+	}
 	inputs, fromEnv, violations := e.resolveInputs(wf, req.Inputs)
 	if len(violations) > 0 {
 		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, Message: "invalid inputs for workflow " + wf.Name,

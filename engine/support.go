@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"stepwise.dev/stepwise/workflow"
+)
+
+// unsupported lists the features of a workflow that this engine validates
+// but does not execute yet. A run that would silently skip a retry, a
+// compensation or a hook would lie about what happened, so such workflows
+// are refused when the run starts.
+func unsupported(wf *workflow.Workflow) []string {
+	var out []string
+	add := func(s *workflow.Step, what string) {
+		out = append(out, fmt.Sprintf("%s (step %s)", what, s.ID))
+	}
+	for _, s := range allSteps(wf.Steps) {
+		switch s.Kind() {
+		case workflow.KindParallel, workflow.KindForeach, workflow.KindWorkflow, workflow.KindSleep:
+			add(s, s.Kind()+" steps")
+		}
+		if s.Retry != nil {
+			add(s, "retry")
+		}
+		if s.Repeat != nil {
+			add(s, "repeat")
+		}
+		if s.Compensate != nil {
+			add(s, "compensate")
+		}
+	}
+	if len(wf.OnSuccess) > 0 {
+		out = append(out, "on_success hooks")
+	}
+	if len(wf.OnFailure) > 0 {
+		out = append(out, "on_failure hooks")
+	}
+	return out
+}
+
+func unsupportedError(wf *workflow.Workflow, what []string) *Error {
+	return &Error{Code: "WORKFLOW_UNSUPPORTED", Category: CategoryValidation,
+		Message:    fmt.Sprintf("workflow %s uses features this version of the engine does not execute yet: %s", wf.Name, strings.Join(what, ", ")),
+		Suggestion: "the workflow is valid; run it with an engine that supports these features, or remove them"}
+}
