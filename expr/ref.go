@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/ast"
@@ -53,8 +54,8 @@ func Analyze(src string) (*Analysis, error) {
 	// Parse and type-check (without an environment, so only what is
 	// knowable statically: arity of builtins, operations on constants,
 	// redeclared names). Evaluation is not needed for that.
-	cfg := conf.CreateNew()
-	cfg.MaxNodes = MaxNodes
+	cfg := configs.Get().(*conf.Config)
+	defer configs.Put(cfg)
 	tree, err := checker.ParseCheck(src, cfg)
 	if err != nil {
 		return nil, syntaxError(src, err)
@@ -71,6 +72,16 @@ func syntaxError(src string, err error) error {
 	}
 	return &SyntaxError{Message: err.Error()}
 }
+
+// configs recycles checker configurations: building one copies the table
+// of builtins, which costs more than checking a small expression. A
+// configuration caches types as it is used, so it is never shared between
+// goroutines at once.
+var configs = sync.Pool{New: func() any {
+	cfg := conf.CreateNew()
+	cfg.MaxNodes = MaxNodes
+	return cfg
+}}
 
 // runeToByte converts expr-lang's rune offsets to byte offsets.
 func runeToByte(s string, r int) int {

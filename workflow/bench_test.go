@@ -47,3 +47,34 @@ func BenchmarkCheck500(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheck500JSON is BenchmarkCheck500 with the same workflow spelled
+// as JSON (read by the JSON reader rather than the YAML parser).
+func BenchmarkCheck500JSON(b *testing.B) {
+	src, vs := Parse(bigWorkflow(500))
+	if src == nil {
+		b.Fatal(vs)
+	}
+	data, err := Canonical(src.Value)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := Check(data, Options{}); !res.Valid() {
+			b.Fatal(res.Violations[0])
+		}
+	}
+}
+
+// BenchmarkParseYAML500 isolates the YAML parser's share of Check.
+func BenchmarkParseYAML500(b *testing.B) {
+	data := bigWorkflow(500)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if src, vs := Parse(data); src == nil {
+			b.Fatal(vs)
+		}
+	}
+}
