@@ -31,20 +31,24 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if err != nil {
 			return fmt.Errorf("migration %s: name must start with a number", base)
 		}
-		var seen int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, n).Scan(&seen); err != nil {
-			return fmt.Errorf("read schema_migrations: %w", err)
-		}
-		if seen > 0 {
-			continue
-		}
 		body, err := migrations.ReadFile(f)
 		if err != nil {
 			return err
 		}
+		// The check and the migration share one (immediate) transaction, so
+		// two processes opening a new database apply it once.
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
+		}
+		var seen int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, n).Scan(&seen); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		if seen > 0 {
+			_ = tx.Rollback()
+			continue
 		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			_ = tx.Rollback()

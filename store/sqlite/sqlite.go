@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
@@ -90,13 +91,24 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := w.PingContext(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+	// Several processes may open a new database at once: switching it to
+	// WAL and migrating it can meet a lock that the busy timeout does not
+	// cover, so those steps are retried a few times.
+	var err2 error
+	for attempt := 0; attempt < 8; attempt++ {
+		if err2 = w.PingContext(ctx); err2 == nil {
+			if err2 = migrate(ctx, w); err2 == nil {
+				break
+			}
+		}
+		if !isBusy(err2) {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 25 * time.Millisecond)
 	}
-	if err := migrate(ctx, w); err != nil {
+	if err2 != nil {
 		w.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, fmt.Errorf("open store %s: %w", path, err2)
 	}
 	r, err := sql.Open("sqlite", dsn(true))
 	if err != nil {
@@ -164,6 +176,10 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 // Writer exposes the writer connection for benchmarks that compare the
 // engine with raw commits on the same database.
 func (s *Store) Writer() *sql.DB { return s.w }
+
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}
 
 func nanos(t time.Time) int64 {
 	if t.IsZero() {

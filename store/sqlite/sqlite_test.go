@@ -49,3 +49,27 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConcurrentOpenOfANewDatabase: several processes (here: stores) may
+// create the same database at once; all must open it, and migrate it once.
+func TestConcurrentOpenOfANewDatabase(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		path := filepath.Join(t.TempDir(), "new.db")
+		errs := make(chan error, 4)
+		for i := 0; i < 4; i++ {
+			go func() {
+				s, err := Open(context.Background(), path, Options{})
+				if err == nil {
+					err = s.PutVersion(context.Background(), store.Version{Version: "v", Name: "n", Definition: []byte("{}")})
+					s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for i := 0; i < 4; i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}
