@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +36,9 @@ func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Se
 	if g.durability != sqlite.Full && g.durability != sqlite.Normal {
 		return nil, usageErr("--durability %q: use full or normal", g.durability)
 	}
-	svc, err := service.Open(ctx, service.Options{Home: g.home, Durability: g.durability, ActionOutput: actionOutput})
+	// A person pressed Ctrl-C: give in-flight steps a moment, not more (an
+	// interrupted step runs again on resume).
+	svc, err := service.Open(ctx, service.Options{Home: g.home, Durability: g.durability, ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, msg: err.Error()}
 	}

@@ -35,6 +35,9 @@ type Options struct {
 	ActionOutput io.Writer
 	// LookupEnv reads the environment (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
+	// ShutdownGrace is how long Close lets in-flight steps finish before
+	// interrupting them (default 5s).
+	ShutdownGrace time.Duration
 }
 
 // Service is stepwise's use cases.
@@ -67,7 +70,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	}
 	actions := action.Builtins()
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
-		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv})
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv, ShutdownGrace: opts.ShutdownGrace})
 	if err != nil {
 		st.Close()
 		return nil, err
