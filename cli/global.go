@@ -25,20 +25,25 @@ const (
 type globals struct {
 	home       string
 	durability string
+	tokenTTL   time.Duration
 }
 
 func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&g.home, "home", "", "home directory (default $STEPWISE_HOME or ~/.stepwise)")
 	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
+	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
 }
 
 func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Service, error) {
 	if g.durability != sqlite.Full && g.durability != sqlite.Normal {
 		return nil, usageErr("--durability %q: use full or normal", g.durability)
 	}
+	if g.tokenTTL <= 0 {
+		return nil, usageErr("--token-ttl must be positive")
+	}
 	// A person pressed Ctrl-C: give in-flight steps a moment, not more (an
 	// interrupted step runs again on resume).
-	svc, err := service.Open(ctx, service.Options{Home: g.home, Durability: g.durability, ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second})
+	svc, err := service.Open(ctx, service.Options{Home: g.home, Durability: g.durability, ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second, TokenTTL: g.tokenTTL})
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, msg: err.Error()}
 	}
