@@ -16,6 +16,10 @@ import (
 // was recorded; the run resumes from the same step.
 var errInterrupted = errors.New("interrupted")
 
+// errParked: the step at the cursor waits for a durable wake-up; the timer
+// loop schedules the run again when it is due.
+var errParked = errors.New("parked")
+
 // maxVisits bounds how often any step may run in one run, whatever the
 // workflow says, so that no loop runs forever.
 const maxVisits = 10_000
@@ -52,6 +56,9 @@ func (e *Engine) advanceAll(ctx context.Context, rs *runState) error {
 			return errInterrupted
 		}
 		if err := e.advance(ctx, rs); err != nil {
+			if errors.Is(err, errParked) {
+				return nil
+			}
 			return err
 		}
 	}
@@ -65,7 +72,13 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		return e.succeed(ctx, rs)
 	}
 	s := rs.wf.Steps[rs.state.Cursor]
-	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC()}
+	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC(), attempt: 1, iteration: 1}
+	if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
+		if e.now().Before(w.Until) {
+			return errParked // woken too early (another process, a restart): the timer stays
+		}
+		sx.visit, sx.started, sx.attempt, sx.iteration, sx.wait = w.Visit, w.Started, max(w.Attempt, 1), max(w.Iteration, 1), w
+	}
 	env := rs.env(e.lookupEnv)
 	if limit := s.MaxVisits; (limit > 0 && sx.visit > limit) || sx.visit > maxVisits {
 		if limit == 0 {
@@ -73,7 +86,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		}
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("step %q would run for the %d. time; its limit is %d (max_visits)", s.ID, sx.visit, limit), true)
 	}
-	if s.If != "" {
+	if s.If != "" && sx.wait == nil {
 		ok, err := condition(string(s.If), env)
 		if err != nil {
 			return e.stepFailed(ctx, rs, sx, "if: "+err.Error(), false)
@@ -97,6 +110,8 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		return e.stepFailed(ctx, rs, sx, expr.Text(msg), true)
 	case workflow.KindSwitch:
 		return e.branch(ctx, rs, sx, env)
+	case workflow.KindSleep:
+		return e.sleep(ctx, rs, sx, env)
 	default:
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("%s steps are not supported by this version of the engine", s.Kind()), true)
 	}
@@ -108,19 +123,28 @@ type stepExec struct {
 	key     string
 	visit   int
 	started time.Time
+	// attempt counts tries (retries); iteration counts repeats.
+	attempt, iteration int
+	// wait is the wake-up this execution continues, if any.
+	wait *Wait
 }
 
 func (sx *stepExec) idempotencyKey(runID string, attempt int) string {
+	if sx.iteration > 1 {
+		attempt = attempt*1000 + sx.iteration // distinct per repeat iteration
+	}
 	if sx.visit > 1 {
 		return fmt.Sprintf("%s/%s#%d/%d", runID, sx.key, sx.visit, attempt)
 	}
 	return fmt.Sprintf("%s/%s/%d", runID, sx.key, attempt)
 }
 
-// next returns a copy of the state with the cursor moved to cursor.
+// next returns a copy of the state with the cursor moved to cursor and no
+// wait: the step is done.
 func (rs *runState) next(_ *stepExec, cursor int) State {
 	st := rs.state
 	st.Cursor = cursor
+	st.Wait = nil
 	return st
 }
 
@@ -139,6 +163,12 @@ func (rs *runState) visit(stepID string) int {
 func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next State) error {
 	c.RunID = rs.run.ID
 	c.Rev = rs.run.Rev
+	if w := rs.state.Wait; w != nil && (next.Wait == nil || next.Wait.StepKey != w.StepKey) {
+		c.ClearTimers = append(c.ClearTimers, w.StepKey)
+	}
+	if next.Wait != nil {
+		c.SetTimers = append(c.SetTimers, store.Timer{Key: next.Wait.StepKey, WakeAt: next.Wait.Until})
+	}
 	state, err := json.Marshal(next)
 	if err != nil {
 		return err
@@ -159,6 +189,9 @@ func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next 
 	}
 	rs.state = next
 	e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
+	if next.Wait != nil {
+		e.wakeTimers()
+	}
 	return nil
 }
 
@@ -215,7 +248,7 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 	now := e.now().UTC()
 	r.Status, r.Visit = "succeeded", sx.visit
 	if r.Attempts == 0 {
-		r.Attempts = 1
+		r.Attempts = max(sx.attempt, 1)
 	}
 	st := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "succeeded", Attempts: r.Attempts,
 		Answer: o.answer, StartedAt: sx.started, FinishedAt: now}
@@ -236,7 +269,7 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 		// stands for a first-try success.
 		c.Attempts = append(c.Attempts, store.Attempt{Key: sx.key, Visit: sx.visit, Attempt: r.Attempts, Status: "succeeded", StartedAt: sx.started, FinishedAt: now})
 	}
-	if !o.started {
+	if !o.started && sx.wait == nil {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
 	}
 	c.Events = append(c.Events, e.event(rs, EventStepSucceeded, sx.s.ID, map[string]any{"visit": sx.visit}, now))
@@ -252,13 +285,16 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg string, fatal bool) error {
 	now := e.now().UTC()
 	msg = rs.mask.Mask(msg)
+	attempt := max(sx.attempt, 1)
 	c := store.Commit{
-		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: 1, StartedAt: sx.started, FinishedAt: now}},
-		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: 1, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
-		Events: []store.Event{e.startEvent(rs, sx),
-			e.event(rs, EventStepFailed, sx.s.ID, map[string]any{"visit": sx.visit, "error": msg}, now)},
+		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: attempt, StartedAt: sx.started, FinishedAt: now}},
+		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
+		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}, now)},
 	}
-	r := &result{Status: "failed", Error: msg, Attempts: 1, Visit: sx.visit}
+	if sx.wait == nil {
+		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
+	}
+	r := &result{Status: "failed", Error: msg, Attempts: attempt, Visit: sx.visit}
 	if sx.s.ContinueOnError && !fatal {
 		if err := e.commit(ctx, rs, c, rs.next(sx, rs.state.Cursor+1)); err != nil {
 			return err
@@ -340,9 +376,16 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 		if callCtx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("timed out after %s", s.Timeout)
 		}
+		if e.shouldRetry(s, sx, err) {
+			return e.retryLater(ctx, rs, sx, env, err)
+		}
 		return e.stepFailed(ctx, rs, sx, err.Error(), false)
 	}
-	return e.succeedStep(ctx, rs, sx, &result{Output: toData(out)}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+	output := toData(out)
+	if s.Repeat != nil {
+		return e.repeatOrFinish(ctx, rs, sx, env, output)
+	}
+	return e.succeedStep(ctx, rs, sx, &result{Output: output}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
 }
 
 // toData converts an action's output to the JSON data model.

@@ -78,6 +78,10 @@ type Engine struct {
 	// stepCtx is canceled when the shutdown grace period is over.
 	stepCtx    context.Context
 	cancelStep context.CancelFunc
+
+	timerOnce sync.Once
+	timerWake chan struct{}
+	timerDone chan struct{}
 }
 
 type driver struct {
@@ -140,6 +144,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.sem = make(chan struct{}, n)
 	e.stepCtx, e.cancelStep = context.WithCancel(context.Background())
+	e.timerWake = make(chan struct{}, 1)
+	e.timerDone = make(chan struct{})
+	e.startTimers(e.stepCtx)
 	return e, nil
 }
 
@@ -237,6 +244,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		<-done
 	}
 	e.cancelStep()
+	<-e.timerDone
 	return nil
 }
 

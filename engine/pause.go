@@ -352,7 +352,7 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 		return res, &Error{Code: CodeAnswerInvalid, Category: CategoryValidation, RunID: claims.RunID, StepID: s.ID,
 			Message: "the answer is not valid", Violations: vs, Suggestion: "fix the listed problems and call continue again with the same token"}
 	}
-	sx := &stepExec{s: s, key: p.StepKey, visit: p.Visit, started: p.CreatedAt}
+	sx := &stepExec{s: s, key: p.StepKey, visit: p.Visit, started: p.CreatedAt, attempt: 1, iteration: 1}
 	now := e.now().UTC()
 	isSecret := s.Ask != nil && askIsSecret(s.Ask)
 	stored, err := e.storedValue(value, isSecret, "")
@@ -505,6 +505,10 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 		if ps, err := e.store.OpenPauses(ctx, runID); err == nil && len(ps) > 0 {
 			c.ClosePause = &store.PauseClose{Seq: ps[0].Seq, Status: store.PauseCanceled, At: now}
 		}
+		var st State
+		if json.Unmarshal(run.State, &st) == nil && st.Wait != nil {
+			c.ClearTimers = []string{st.Wait.StepKey} // a canceled run wakes no more
+		}
 		res, err := e.store.Commit(ctx, c)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed) {
 			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
@@ -543,7 +547,7 @@ func actionCall(e *Engine, rs *runState, sx *stepExec, input map[string]any) act
 	logger := e.log.With("run_id", rs.run.ID, "step_id", sx.s.ID)
 	return action.Call{
 		Input:          input,
-		IdempotencyKey: sx.idempotencyKey(rs.run.ID, 1),
+		IdempotencyKey: sx.idempotencyKey(rs.run.ID, max(sx.attempt, 1)),
 		Logger:         slogMasked(logger, rs.mask),
 		Output:         maskWriter{w: e.output, mask: rs.mask},
 	}

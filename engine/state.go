@@ -21,6 +21,23 @@ type State struct {
 	PauseSeq int64 `json:"pause_seq,omitempty"`
 	// StartedAt is when the run started.
 	StartedAt time.Time `json:"started_at"`
+	// Wait is set while the step at the cursor waits for a durable
+	// wake-up: a sleep, a retry's backoff or a repeat's interval.
+	Wait *Wait `json:"wait,omitempty"`
+}
+
+// Wait is a step parked until a time.
+type Wait struct {
+	StepKey string    `json:"step_key"`
+	Visit   int       `json:"visit"`
+	Reason  string    `json:"reason"` // sleep | retry | repeat
+	Until   time.Time `json:"until"`
+	// Attempt is the attempt to run when the wait ends (retries);
+	// Iteration counts the runs of a repeat.
+	Attempt   int `json:"attempt,omitempty"`
+	Iteration int `json:"iteration,omitempty"`
+	// Started is when the step's first attempt started.
+	Started time.Time `json:"started"`
 }
 
 // result is what later steps see of a step: steps.<id>.{…}.

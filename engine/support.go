@@ -18,14 +18,8 @@ func unsupported(wf *workflow.Workflow) []string {
 	}
 	for _, s := range allSteps(wf.Steps) {
 		switch s.Kind() {
-		case workflow.KindParallel, workflow.KindForeach, workflow.KindWorkflow, workflow.KindSleep:
+		case workflow.KindParallel, workflow.KindForeach, workflow.KindWorkflow:
 			add(s, s.Kind()+" steps")
-		}
-		if s.Retry != nil {
-			add(s, "retry")
-		}
-		if s.Repeat != nil {
-			add(s, "repeat")
 		}
 		if s.Compensate != nil {
 			add(s, "compensate")
