@@ -138,6 +138,7 @@ func newShowCmd(g *globals) *cobra.Command {
 
 func newCancelCmd(g *globals) *cobra.Command {
 	var reason string
+	var compensate bool
 	cmd := &cobra.Command{
 		Use:   "cancel RUN",
 		Short: "Cancel a run",
@@ -148,13 +149,24 @@ func newCancelCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer svc.Close(context.Background())
-			if err := svc.Cancel(context.Background(), args[0], reason); err != nil {
+			ctx := context.Background()
+			if err := svc.Cancel(ctx, args[0], reason, compensate); err != nil {
 				return describe(err)
+			}
+			if compensate {
+				// This process compensates: wait until it is done.
+				st, err := svc.Wait(ctx, args[0], 0)
+				if err != nil {
+					return describe(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s (compensated)\n", args[0], st)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "run %s: canceled\n", args[0])
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the run's events)")
+	cmd.Flags().BoolVar(&compensate, "compensate", false, "run the compensations of completed steps (and on_failure hooks) first")
 	return cmd
 }

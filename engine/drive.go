@@ -68,7 +68,16 @@ func (e *Engine) advanceAll(ctx context.Context, rs *runState) error {
 // advance executes the step at the cursor (or finishes the run) and
 // commits the outcome.
 func (e *Engine) advance(ctx context.Context, rs *runState) error {
+	switch rs.state.Phase {
+	case phaseOnSuccess, phaseCompensate, phaseOnFailure:
+		return e.finishing(ctx, rs)
+	}
 	if rs.state.Cursor >= len(rs.wf.Steps) {
+		if len(rs.wf.OnSuccess) > 0 {
+			next := rs.state
+			next.Phase = phaseOnSuccess
+			return e.commit(ctx, rs, store.Commit{}, next)
+		}
 		return e.succeed(ctx, rs)
 	}
 	s := rs.wf.Steps[rs.state.Cursor]
@@ -188,6 +197,9 @@ func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next 
 		rs.run.Error = c.Run.Error
 	}
 	rs.state = next
+	for _, st := range c.Steps {
+		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
+	}
 	e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
 	if next.Wait != nil {
 		e.wakeTimers()
@@ -303,9 +315,16 @@ func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg
 		return nil
 	}
 	runErr, _ := json.Marshal(map[string]any{"message": msg, "step_id": sx.s.ID})
-	c.Run = store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now}
-	c.Events = append(c.Events, e.event(rs, EventRunFailed, sx.s.ID, map[string]any{"error": msg}, now))
-	if err := e.commit(ctx, rs, c, rs.next(sx, rs.state.Cursor)); err != nil {
+	next := rs.next(sx, rs.state.Cursor)
+	if e.needsFinishing(rs) {
+		// Undo what completed, run the on_failure hooks, then fail.
+		next.Phase, next.Final = phaseCompensate, &Final{Status: store.StatusFailed, Error: runErr}
+		c.Events = append(c.Events, e.event(rs, EventRunCompensating, sx.s.ID, map[string]any{"error": msg}, now))
+	} else {
+		c.Run = store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now}
+		c.Events = append(c.Events, e.event(rs, EventRunFailed, sx.s.ID, map[string]any{"error": msg}, now))
+	}
+	if err := e.commit(ctx, rs, c, next); err != nil {
 		return err
 	}
 	rs.record(sx.s.ID, r)
@@ -333,10 +352,12 @@ func (e *Engine) succeed(ctx context.Context, rs *runState) error {
 	if err != nil {
 		return err
 	}
+	next := rs.state
+	next.Phase = ""
 	return e.commit(ctx, rs, store.Commit{
 		Run:    store.RunUpdate{Status: store.StatusSucceeded, Outputs: out, FinishedAt: now},
 		Events: []store.Event{{Type: EventRunSucceeded, At: now, Data: out}},
-	}, rs.state)
+	}, next)
 }
 
 // runAction executes a `uses` step.

@@ -21,6 +21,12 @@ const (
 	EventStepFailed    = "step.failed"
 	EventStepSkipped   = "step.skipped"
 	EventStepAnswered  = "step.answered"
+
+	EventRunCompensating  = "run.compensating"
+	EventCompensated      = "compensation.succeeded"
+	EventCompensationFail = "compensation.failed"
+	EventHookSucceeded    = "hook.succeeded"
+	EventHookFailed       = "hook.failed"
 )
 
 // Event is something that happened in a run, as published to subscribers

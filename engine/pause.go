@@ -486,7 +486,9 @@ func (e *Engine) Pauses(ctx context.Context, runID string) ([]Pause, error) {
 }
 
 // Cancel stops a run: its open pause is closed and it is marked canceled.
-func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
+// With compensate, the compensations of its completed steps run first (in
+// reverse order), then its on_failure hooks, and then it is canceled.
+func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bool) error {
 	for attempt := 0; attempt < 10; attempt++ {
 		run, err := e.store.GetRun(ctx, runID)
 		if err != nil {
@@ -509,6 +511,13 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 		if json.Unmarshal(run.State, &st) == nil && st.Wait != nil {
 			c.ClearTimers = []string{st.Wait.StepKey} // a canceled run wakes no more
 		}
+		if compensate && st.Phase == "" {
+			// Hand the run to a driver that compensates, then cancels.
+			st.Wait, st.Phase, st.Final = nil, phaseCompensate, &Final{Status: store.StatusCanceled, Error: errJSON}
+			state, _ := json.Marshal(st)
+			c.Run = store.RunUpdate{Status: store.StatusRunning, State: state}
+			c.Events = []store.Event{{Type: EventRunCompensating, Data: data, At: now}}
+		}
 		res, err := e.store.Commit(ctx, c)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed) {
 			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
@@ -517,7 +526,10 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 		if err != nil {
 			return err
 		}
-		e.publish(runID, store.StatusCanceled, c.Events, res.EventSeqs)
+		e.publish(runID, c.Run.Status, c.Events, res.EventSeqs)
+		if c.Run.Status == store.StatusRunning {
+			e.schedule(runID)
+		}
 		return nil
 	}
 	return fmt.Errorf("cancel %s: the run keeps changing; try again", runID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"stepwise.dev/stepwise/secret"
@@ -24,6 +25,17 @@ type State struct {
 	// Wait is set while the step at the cursor waits for a durable
 	// wake-up: a sleep, a retry's backoff or a repeat's interval.
 	Wait *Wait `json:"wait,omitempty"`
+	// Phase is "" while steps run, then on_success, compensate or
+	// on_failure while the run finishes.
+	Phase string `json:"phase,omitempty"`
+	// Final is how the run ends once the finishing phases are done.
+	Final *Final `json:"final,omitempty"`
+}
+
+// Final is the outcome a finishing run will record.
+type Final struct {
+	Status string          `json:"status"`
+	Error  json.RawMessage `json:"error,omitempty"`
 }
 
 // Wait is a step parked until a time.
@@ -77,6 +89,15 @@ type runState struct {
 	lastAnswerID int64
 	// envNames are the environment variables the workflow declares.
 	envNames []string
+	// done lists the recorded executions in recording order (for
+	// compensation in reverse).
+	done []doneStep
+}
+
+// doneStep is a recorded execution.
+type doneStep struct {
+	key, stepID, status string
+	visit               int
 }
 
 // load reads a run with its definition and step results.
@@ -106,6 +127,10 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 		return nil, err
 	}
 	for _, st := range steps {
+		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
+		if strings.Contains(st.StepID, ":") {
+			continue // a compensation or hook: not a step's result
+		}
 		r := &result{Status: st.Status, Error: st.Error, Attempts: st.Attempts, Visit: st.Visit}
 		if len(st.Output) > 0 {
 			if err := json.Unmarshal(st.Output, &r.Output); err != nil {

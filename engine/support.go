@@ -21,15 +21,6 @@ func unsupported(wf *workflow.Workflow) []string {
 		case workflow.KindParallel, workflow.KindForeach, workflow.KindWorkflow:
 			add(s, s.Kind()+" steps")
 		}
-		if s.Compensate != nil {
-			add(s, "compensate")
-		}
-	}
-	if len(wf.OnSuccess) > 0 {
-		out = append(out, "on_success hooks")
-	}
-	if len(wf.OnFailure) > 0 {
-		out = append(out, "on_failure hooks")
 	}
 	return out
 }

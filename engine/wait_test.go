@@ -205,7 +205,7 @@ func TestCancelSleepingRunClearsItsTimer(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := h.eng.Cancel(context.Background(), id, ""); err != nil {
+	if err := h.eng.Cancel(context.Background(), id, "", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := h.store.NextTimer(context.Background()); ok {

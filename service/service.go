@@ -157,9 +157,9 @@ func (s *Service) Continue(ctx context.Context, token string, value any) (engine
 	return s.Engine.Continue(ctx, token, value)
 }
 
-// Cancel cancels a run.
-func (s *Service) Cancel(ctx context.Context, runID, reason string) error {
-	return s.Engine.Cancel(ctx, runID, reason)
+// Cancel cancels a run, compensating its completed steps first when asked.
+func (s *Service) Cancel(ctx context.Context, runID, reason string, compensate bool) error {
+	return s.Engine.Cancel(ctx, runID, reason, compensate)
 }
 
 // Resume drives a running run in this process and reports its status.

@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Phases of a finishing run.
+const (
+	phaseOnSuccess  = "on_success"
+	phaseCompensate = "compensate"
+	phaseOnFailure  = "on_failure"
+)
+
+// A compensation or hook is recorded as a step row whose step id carries
+// its role ("compensate:create", "on_success:0"), so that after a crash
+// the finishing phases resume where they were, like steps do.
+func compensationID(stepID string) string { return "compensate:" + stepID }
+func hookID(phase string, i int) string   { return phase + ":" + strconv.Itoa(i) }
+
+// needsFinishing reports whether a failing run has compensations or
+// on_failure hooks to run.
+func (e *Engine) needsFinishing(rs *runState) bool {
+	if len(rs.wf.OnFailure) > 0 {
+		return true
+	}
+	for _, d := range rs.done {
+		if d.status == "succeeded" && e.compensationOf(rs, d.stepID) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// compensationOf returns the compensate action of a step or on_success
+// hook id, if it has one.
+func (e *Engine) compensationOf(rs *runState, id string) *workflow.Action {
+	if len(id) > len(phaseOnSuccess)+1 && id[:len(phaseOnSuccess)+1] == phaseOnSuccess+":" {
+		i, err := strconv.Atoi(id[len(phaseOnSuccess)+1:])
+		if err == nil && i < len(rs.wf.OnSuccess) {
+			return rs.wf.OnSuccess[i].Compensate
+		}
+		return nil
+	}
+	if s := findStep(rs.wf, id); s != nil {
+		return s.Compensate
+	}
+	return nil
+}
+
+// finishing advances the finishing phases by one operation.
+func (e *Engine) finishing(ctx context.Context, rs *runState) error {
+	recorded := map[string]bool{}
+	for _, d := range rs.done {
+		recorded[d.key+"#"+strconv.Itoa(d.visit)] = true
+	}
+	switch rs.state.Phase {
+	case phaseOnSuccess:
+		for i, h := range rs.wf.OnSuccess {
+			id := hookID(phaseOnSuccess, i)
+			if recorded[id+"#1"] {
+				continue
+			}
+			return e.runHook(ctx, rs, h, id, true)
+		}
+		return e.succeed(ctx, rs)
+	case phaseCompensate:
+		// Compensate completed steps (and on_success hooks) in the reverse
+		// order of their completion.
+		for i := len(rs.done) - 1; i >= 0; i-- {
+			d := rs.done[i]
+			comp := e.compensationOf(rs, d.stepID)
+			if d.status != "succeeded" || comp == nil {
+				continue
+			}
+			key := "compensate:" + d.key
+			if recorded[key+"#"+strconv.Itoa(d.visit)] {
+				continue
+			}
+			return e.runCompensation(ctx, rs, d, comp, key)
+		}
+		next := rs.state
+		next.Phase = phaseOnFailure
+		return e.commit(ctx, rs, store.Commit{}, next)
+	default: // phaseOnFailure
+		for i, h := range rs.wf.OnFailure {
+			id := hookID(phaseOnFailure, i)
+			if recorded[id+"#1"] {
+				continue
+			}
+			return e.runHook(ctx, rs, h, id, false)
+		}
+		return e.finish(ctx, rs)
+	}
+}
+
+// finish records the outcome decided when the run started finishing.
+func (e *Engine) finish(ctx context.Context, rs *runState) error {
+	now := e.now().UTC()
+	f := rs.state.Final
+	if f == nil {
+		f = &Final{Status: store.StatusFailed}
+	}
+	next := rs.state
+	next.Phase = ""
+	typ := EventRunFailed
+	if f.Status == store.StatusCanceled {
+		typ = EventRunCanceled
+	}
+	var data any
+	if len(f.Error) > 0 {
+		data = json.RawMessage(f.Error)
+	}
+	return e.commit(ctx, rs, store.Commit{
+		Run:    store.RunUpdate{Status: f.Status, Error: f.Error, FinishedAt: now},
+		Events: []store.Event{e.event(rs, typ, "", data, now)},
+	}, next)
+}
+
+// invoke runs a bare action (compensation, hook) with its retries, which
+// are not durable: the operation is recorded only when it ends, so after a
+// crash it simply runs again.
+func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with map[string]any, timeout string, retry *workflow.Retry) (any, int, error) {
+	env := rs.env(e.lookupEnv)
+	act, ok := e.actions.Get(uses)
+	if !ok {
+		return nil, 1, fmt.Errorf("no action named %q", uses)
+	}
+	input := map[string]any{}
+	if with != nil {
+		rendered, err := expr.RenderValue(with, env)
+		if err != nil {
+			return nil, 1, fmt.Errorf("with: %w", err)
+		}
+		input, _ = rendered.(map[string]any)
+	}
+	attempts := 1
+	if retry != nil {
+		attempts = retry.Attempts
+	}
+	sx := &stepExec{s: &workflow.Step{ID: id}, key: id, visit: 1, started: e.now().UTC()}
+	var lastErr error
+	for a := 1; a <= attempts; a++ {
+		sx.attempt = a
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout != "" {
+			if d, err := renderDuration(timeout, env); err == nil {
+				callCtx, cancel = context.WithTimeout(ctx, d)
+			}
+		}
+		out, err := act.Run(callCtx, actionCall(e, rs, sx, input))
+		cancel()
+		if err == nil {
+			return toData(out), a, nil
+		}
+		if ctx.Err() != nil {
+			return nil, a, errInterrupted
+		}
+		lastErr = err
+		if a < attempts {
+			wait := backoff(retry, a, env)
+			select {
+			case <-ctx.Done():
+				return nil, a, errInterrupted
+			case <-time.After(wait):
+			}
+		}
+	}
+	return nil, attempts, lastErr
+}
+
+// runCompensation runs one compensation; a failing compensation is
+// recorded and the others still run.
+func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, comp *workflow.Action, key string) error {
+	started := e.now().UTC()
+	id := compensationID(d.stepID)
+	out, attempts, err := e.invoke(ctx, rs, id, comp.Uses, comp.With, comp.Timeout, comp.Retry)
+	if err == errInterrupted {
+		return errInterrupted
+	}
+	now := e.now().UTC()
+	row := store.Step{Key: key, Visit: d.visit, StepID: id, Status: "succeeded", Attempts: attempts, StartedAt: started, FinishedAt: now}
+	ev := e.event(rs, EventCompensated, d.stepID, map[string]any{"visit": d.visit}, now)
+	if err != nil {
+		row.Status, row.Error = "failed", rs.mask.Mask(err.Error())
+		ev = e.event(rs, EventCompensationFail, d.stepID, map[string]any{"visit": d.visit, "error": row.Error}, now)
+	} else if out != nil {
+		row.Output, _ = maskedJSON(rs.mask, out)
+	}
+	return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row}, Events: []store.Event{ev}}, rs.state)
+}
+
+// runHook runs one on_success or on_failure hook. A failing on_success
+// hook (without continue_on_error) turns the run into a failing one: what
+// completed is compensated, on_failure hooks run.
+func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id string, onSuccess bool) error {
+	started := e.now().UTC()
+	if h.If != "" {
+		ok, err := condition(string(h.If), rs.env(e.lookupEnv))
+		if err == nil && !ok {
+			now := e.now().UTC()
+			row := store.Step{Key: id, Visit: 1, StepID: id, Status: "skipped", StartedAt: started, FinishedAt: now}
+			return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row}}, rs.state)
+		}
+	}
+	out, attempts, err := e.invoke(ctx, rs, id, h.Uses, h.With, h.Timeout, h.Retry)
+	if err == errInterrupted {
+		return errInterrupted
+	}
+	now := e.now().UTC()
+	row := store.Step{Key: id, Visit: 1, StepID: id, Status: "succeeded", Attempts: attempts, StartedAt: started, FinishedAt: now}
+	if err == nil {
+		if out != nil {
+			row.Output, _ = maskedJSON(rs.mask, out)
+		}
+		return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row},
+			Events: []store.Event{e.event(rs, EventHookSucceeded, id, nil, now)}}, rs.state)
+	}
+	msg := rs.mask.Mask(err.Error())
+	row.Status, row.Error = "failed", msg
+	c := store.Commit{Steps: []store.Step{row}, Events: []store.Event{e.event(rs, EventHookFailed, id, map[string]any{"error": msg}, now)}}
+	next := rs.state
+	if onSuccess && !h.ContinueOnError {
+		runErr, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("on_success hook %s failed: %s", id, msg)})
+		next.Phase, next.Final = phaseCompensate, &Final{Status: store.StatusFailed, Error: runErr}
+		c.Events = append(c.Events, e.event(rs, EventRunCompensating, "", map[string]any{"error": msg}, now))
+	}
+	return e.commit(ctx, rs, c, next)
+}
