@@ -121,6 +121,8 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		return e.branch(ctx, rs, sx, env)
 	case workflow.KindSleep:
 		return e.sleep(ctx, rs, sx, env)
+	case workflow.KindParallel, workflow.KindForeach:
+		return e.group(ctx, rs, sx, env)
 	default:
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("%s steps are not supported by this version of the engine", s.Kind()), true)
 	}
@@ -170,6 +172,8 @@ func (rs *runState) visit(stepID string) int {
 // commit writes c with the given next state; on success the in-memory run
 // follows and the events are published.
 func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next State) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	c.RunID = rs.run.ID
 	c.Rev = rs.run.Rev
 	if w := rs.state.Wait; w != nil && (next.Wait == nil || next.Wait.StepKey != w.StepKey) {

@@ -127,8 +127,10 @@ func (e *Engine) finish(ctx context.Context, rs *runState) error {
 // invoke runs a bare action (compensation, hook) with its retries, which
 // are not durable: the operation is recorded only when it ends, so after a
 // crash it simply runs again.
-func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with map[string]any, timeout string, retry *workflow.Retry) (any, int, error) {
-	env := rs.env(e.lookupEnv)
+func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with map[string]any, timeout string, retry *workflow.Retry, env map[string]any) (any, int, error) {
+	if env == nil {
+		env = rs.env(e.lookupEnv)
+	}
 	act, ok := e.actions.Get(uses)
 	if !ok {
 		return nil, 1, fmt.Errorf("no action named %q", uses)
@@ -181,7 +183,7 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with
 func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, comp *workflow.Action, key string) error {
 	started := e.now().UTC()
 	id := compensationID(d.stepID)
-	out, attempts, err := e.invoke(ctx, rs, id, comp.Uses, comp.With, comp.Timeout, comp.Retry)
+	out, attempts, err := e.invoke(ctx, rs, id, comp.Uses, comp.With, comp.Timeout, comp.Retry, nil)
 	if err == errInterrupted {
 		return errInterrupted
 	}
@@ -210,7 +212,7 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 			return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row}}, rs.state)
 		}
 	}
-	out, attempts, err := e.invoke(ctx, rs, id, h.Uses, h.With, h.Timeout, h.Retry)
+	out, attempts, err := e.invoke(ctx, rs, id, h.Uses, h.With, h.Timeout, h.Retry, nil)
 	if err == errInterrupted {
 		return errInterrupted
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/secret"
@@ -92,7 +94,15 @@ type runState struct {
 	// done lists the recorded executions in recording order (for
 	// compensation in reverse).
 	done []doneStep
+	// byKey holds recorded nested instances (parallel branches, foreach
+	// items) by key and visit, so a re-entered group skips them.
+	byKey map[string]*result
+	// mu serializes what concurrent branches share: commits (the run's
+	// revision), results and the done list.
+	mu sync.Mutex
 }
+
+func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
 
 // doneStep is a recorded execution.
 type doneStep struct {
@@ -126,6 +136,7 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 	if err != nil {
 		return nil, err
 	}
+	rs.byKey = map[string]*result{}
 	for _, st := range steps {
 		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
 		if strings.Contains(st.StepID, ":") {
@@ -147,6 +158,12 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 				return nil, fmt.Errorf("load run %s: answer of %s: %w", id, st.Key, err)
 			}
 			r.Answer = v
+		}
+		if st.Key != st.StepID {
+			rs.byKey[instanceKey(st.Key, st.Visit)] = r
+			if strings.ContainsAny(st.Key, "[.") {
+				continue // inside a foreach: visible only within its item
+			}
 		}
 		if prev, ok := rs.results[st.StepID]; !ok || prev.Visit <= r.Visit {
 			rs.results[st.StepID] = r
@@ -218,6 +235,8 @@ func errorMessage(raw json.RawMessage) any {
 }
 
 func (rs *runState) record(stepID string, r *result) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	rs.results[stepID] = r
 	rs.steps[stepID] = r.env()
 }

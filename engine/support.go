@@ -16,9 +16,18 @@ func unsupported(wf *workflow.Workflow) []string {
 	add := func(s *workflow.Step, what string) {
 		out = append(out, fmt.Sprintf("%s (step %s)", what, s.ID))
 	}
+	for _, s := range wf.Steps {
+		for _, n := range nested(s) {
+			switch n.Kind() {
+			case workflow.KindUses, workflow.KindFail, workflow.KindParallel, workflow.KindForeach:
+			default:
+				add(n, n.Kind()+" steps inside a parallel group or foreach body")
+			}
+		}
+	}
 	for _, s := range allSteps(wf.Steps) {
 		switch s.Kind() {
-		case workflow.KindParallel, workflow.KindForeach, workflow.KindWorkflow:
+		case workflow.KindWorkflow:
 			add(s, s.Kind()+" steps")
 		}
 	}
@@ -29,4 +38,10 @@ func unsupportedError(wf *workflow.Workflow, what []string) *Error {
 	return &Error{Code: "WORKFLOW_UNSUPPORTED", Category: CategoryValidation,
 		Message:    fmt.Sprintf("workflow %s uses features this version of the engine does not execute yet: %s", wf.Name, strings.Join(what, ", ")),
 		Suggestion: "the workflow is valid; run it with an engine that supports these features, or remove them"}
+}
+
+// nested lists the steps inside a step's parallel branches and foreach
+// body, at any depth.
+func nested(s *workflow.Step) []*workflow.Step {
+	return append(allSteps(s.Parallel), allSteps(s.Steps)...)
 }

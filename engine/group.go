@@ -1,0 +1,304 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+
+	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Parallel groups and foreach loops run their branches and items
+// concurrently. Every branch and every body step of every item is recorded
+// on its own as it completes (key: the branch's id, or
+// "loop[3].step" for item 3 of foreach loop), so a group re-entered after
+// a crash runs only what is missing. The group's own step is recorded when
+// all of them ended: its output is the list of item results (foreach) or
+// the branches' outputs by id (parallel).
+
+// group executes a parallel or foreach step at the cursor.
+func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	out, failure, err := e.runGroup(ctx, rs, sx.s, "", sx.visit, env)
+	if err != nil {
+		return err
+	}
+	if failure != "" {
+		return e.stepFailed(ctx, rs, sx, failure, false)
+	}
+	return e.succeedStep(ctx, rs, sx, &result{Output: out}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+}
+
+// runGroup runs a group whose instances' keys start with prefix. It
+// returns the group's output, or a failure message when a branch or item
+// failed without continue_on_error; err is for interruptions and store
+// errors only.
+func (e *Engine) runGroup(ctx context.Context, rs *runState, s *workflow.Step, prefix string, visit int, env map[string]any) (any, string, error) {
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		failure string
+		firstEr error
+	)
+	fail := func(msg string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && firstEr == nil {
+			firstEr = err
+		}
+		if msg != "" && failure == "" {
+			failure = msg
+		}
+		cancel() // siblings stop: the group has failed
+	}
+	var wg sync.WaitGroup
+	if s.Parallel != nil {
+		limit := s.Concurrency
+		if limit <= 0 {
+			limit = len(s.Parallel)
+		}
+		sem := make(chan struct{}, limit)
+		outs := make(map[string]any, len(s.Parallel))
+		for _, b := range s.Parallel {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if gctx.Err() != nil {
+					return
+				}
+				r, err := e.instance(gctx, rs, b, prefix+b.ID, visit, rs.snapshot(env, nil))
+				switch {
+				case err != nil:
+					fail("", err)
+				case r.Status == "failed" && !b.ContinueOnError:
+					fail(fmt.Sprintf("branch %s failed: %s", b.ID, r.Error), nil)
+				default:
+					mu.Lock()
+					outs[b.ID] = r.Output
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return outs, failure, groupErr(ctx, firstEr, failure)
+	}
+	items, err := foreachItems(s, env)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
+	limit := max(s.Concurrency, 1)
+	sem := make(chan struct{}, limit)
+	outs := make([]any, len(items))
+	for i, item := range items {
+		if gctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			itemPrefix := prefix + s.ID + "[" + strconv.Itoa(i) + "]."
+			local := map[string]any{}
+			var last any
+			for _, b := range s.Steps {
+				ienv := rs.snapshot(env, local)
+				ienv["item"], ienv["index"] = item, i
+				r, err := e.instance(gctx, rs, b, itemPrefix+b.ID, visit, ienv)
+				if err != nil {
+					fail("", err)
+					return
+				}
+				local[b.ID] = r.env()
+				if r.Status == "failed" && !b.ContinueOnError {
+					fail(fmt.Sprintf("item %d: step %s failed: %s", i, b.ID, r.Error), nil)
+					return
+				}
+				if r.Status == "succeeded" {
+					last = r.Output
+				}
+			}
+			mu.Lock()
+			outs[i] = last
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return outs, failure, groupErr(ctx, firstEr, failure)
+}
+
+// groupErr: a store error or an interruption of the run (not the group's
+// own cancellation of siblings) stops the run's driver.
+func groupErr(ctx context.Context, first error, failure string) error {
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	if first != nil && !(failure != "" && (errors.Is(first, errInterrupted) || errors.Is(first, context.Canceled))) {
+		return first
+	}
+	return nil
+}
+
+func foreachItems(s *workflow.Step, env map[string]any) ([]any, error) {
+	switch x := s.Foreach.(type) {
+	case []any:
+		v, err := expr.RenderValue(x, env)
+		if err != nil {
+			return nil, fmt.Errorf("foreach: %w", err)
+		}
+		return v.([]any), nil
+	case string:
+		v, err := expr.Render(x, env)
+		if err != nil {
+			return nil, fmt.Errorf("foreach: %w", err)
+		}
+		list, ok := v.([]any)
+		if !ok {
+			if v == nil {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("foreach: the expression gave %s, not a list", expr.Text(v))
+		}
+		return list, nil
+	}
+	return nil, fmt.Errorf("foreach: not a list")
+}
+
+// snapshot copies the expression context for a branch or item, with local
+// results (earlier body steps of the same item) over the run's.
+func (rs *runState) snapshot(env map[string]any, local map[string]any) map[string]any {
+	rs.mu.Lock()
+	steps := maps.Clone(rs.steps)
+	rs.mu.Unlock()
+	for k, v := range local {
+		steps[k] = v
+	}
+	out := maps.Clone(env)
+	out["steps"] = steps
+	return out
+}
+
+// instance runs one nested step (a branch, or a body step of an item), or
+// returns its recorded result.
+func (e *Engine) instance(ctx context.Context, rs *runState, s *workflow.Step, key string, visit int, env map[string]any) (*result, error) {
+	rs.mu.Lock()
+	done, ok := rs.byKey[instanceKey(key, visit)]
+	if !ok && key == s.ID {
+		if r, top := rs.results[s.ID]; top && r.Visit == visit {
+			done, ok = r, true
+		}
+	}
+	rs.mu.Unlock()
+	if ok {
+		return done, nil
+	}
+	started := e.now().UTC()
+	sx := &stepExec{s: s, key: key, visit: visit, started: started, attempt: 1, iteration: 1}
+	r := &result{Visit: visit, Attempts: 1}
+	if s.If != "" {
+		ok, err := condition(string(s.If), env)
+		switch {
+		case err != nil:
+			r.Status, r.Error = "failed", "if: "+err.Error()
+		case !ok:
+			r.Status = "skipped"
+		}
+	}
+	if r.Status == "" {
+		switch s.Kind() {
+		case workflow.KindUses:
+			out, attempts, err := e.invokeStep(ctx, rs, sx, env)
+			r.Attempts = attempts
+			if errors.Is(err, errInterrupted) {
+				return nil, err
+			}
+			if err != nil {
+				r.Status, r.Error = "failed", rs.mask.Mask(err.Error())
+			} else {
+				r.Status, r.Output = "succeeded", out
+			}
+		case workflow.KindFail:
+			msg, _ := expr.Render(*s.Fail, env)
+			r.Status, r.Error = "failed", rs.mask.Mask(expr.Text(msg))
+		case workflow.KindParallel, workflow.KindForeach:
+			out, failure, err := e.runGroup(ctx, rs, s, key+".", visit, env)
+			if err != nil {
+				return nil, err
+			}
+			if failure != "" {
+				r.Status, r.Error = "failed", failure
+			} else {
+				r.Status, r.Output = "succeeded", out
+			}
+		default:
+			r.Status, r.Error = "failed", fmt.Sprintf("%s steps cannot run inside a parallel group or foreach body yet", s.Kind())
+		}
+	}
+	if ctx.Err() != nil {
+		// The group failed elsewhere (or the run stops): a sibling's late
+		// result is not recorded; it runs again if the run is retried.
+		return nil, errInterrupted
+	}
+	if err := e.recordInstance(ctx, rs, sx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// invokeStep runs a nested uses step with its timeout and retries. Nested
+// retries wait in memory: the step is recorded only when it ends, so after
+// a crash it starts again from its first attempt.
+func (e *Engine) invokeStep(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (any, int, error) {
+	s := sx.s
+	e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: store.StatusRunning})
+	out, attempts, err := e.invoke(ctx, rs, sx.key, s.Uses, s.With, s.Timeout, s.Retry, env)
+	return out, attempts, err
+}
+
+// recordInstance commits a nested step's result without moving the cursor.
+func (e *Engine) recordInstance(ctx context.Context, rs *runState, sx *stepExec, r *result) error {
+	now := e.now().UTC()
+	row := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: r.Status, Error: r.Error, Attempts: r.Attempts, StartedAt: sx.started, FinishedAt: now}
+	if r.Output != nil {
+		out, err := maskedJSON(rs.mask, r.Output)
+		if err != nil {
+			return err
+		}
+		row.Output = out
+	}
+	typ := EventStepSucceeded
+	switch r.Status {
+	case "failed":
+		typ = EventStepFailed
+	case "skipped":
+		typ = EventStepSkipped
+	}
+	data := map[string]any{"key": sx.key, "visit": sx.visit}
+	if r.Error != "" {
+		data["error"] = r.Error
+	}
+	c := store.Commit{Steps: []store.Step{row}, Events: []store.Event{e.event(rs, typ, sx.s.ID, data, now)}}
+	if err := e.commit(ctx, rs, c, e.currentState(rs)); err != nil {
+		return err
+	}
+	rs.mu.Lock()
+	rs.byKey[instanceKey(sx.key, sx.visit)] = r
+	rs.mu.Unlock()
+	if sx.key == sx.s.ID {
+		rs.record(sx.s.ID, r) // a top-level parallel branch: referenceable after the group
+	}
+	return nil
+}
+
+func (e *Engine) currentState(rs *runState) State {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.state
+}
