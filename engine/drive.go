@@ -83,7 +83,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	s := rs.wf.Steps[rs.state.Cursor]
 	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC(), attempt: 1, iteration: 1}
 	if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
-		if e.now().Before(w.Until) {
+		if e.now().Before(w.Until) && w.Child == "" {
 			return errParked // woken too early (another process, a restart): the timer stays
 		}
 		sx.visit, sx.started, sx.attempt, sx.iteration, sx.wait = w.Visit, w.Started, max(w.Attempt, 1), max(w.Iteration, 1), w
@@ -123,6 +123,8 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		return e.sleep(ctx, rs, sx, env)
 	case workflow.KindParallel, workflow.KindForeach:
 		return e.group(ctx, rs, sx, env)
+	case workflow.KindWorkflow:
+		return e.subWorkflow(ctx, rs, sx, env)
 	default:
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("%s steps are not supported by this version of the engine", s.Kind()), true)
 	}
@@ -207,6 +209,14 @@ func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next 
 	e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
 	if next.Wait != nil {
 		e.wakeTimers()
+	}
+	if c.Run.Status != "" && rs.run.ParentID != "" {
+		child := &runState{run: rs.run}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.wakeParent(context.WithoutCancel(ctx), child)
+		}()
 	}
 	return nil
 }

@@ -49,6 +49,16 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Now returns the time (default time.Now).
 	Now func() time.Time
+	// Workflows finds the workflows that `workflow:` steps call (by
+	// library name). Without it, sub-workflow steps fail.
+	Workflows func(ctx context.Context, name string) (*WorkflowDef, error)
+}
+
+// WorkflowDef is a validated workflow ready to run.
+type WorkflowDef struct {
+	Workflow   *workflow.Workflow
+	Version    string
+	Definition []byte
 }
 
 // Engine executes runs.
@@ -64,6 +74,7 @@ type Engine struct {
 	now       func() time.Time
 	grace     time.Duration
 	bus       *bus
+	workflows func(ctx context.Context, name string) (*WorkflowDef, error)
 
 	defsMu  sync.Mutex
 	defs    map[string]*workflow.Workflow
@@ -112,6 +123,7 @@ func New(cfg Config) (*Engine, error) {
 		output:    cfg.ActionOutput,
 		now:       cfg.Now,
 		grace:     cfg.ShutdownGrace,
+		workflows: cfg.Workflows,
 		bus:       newBus(),
 		defs:      map[string]*workflow.Workflow{},
 		schemas:   map[string]*jsonschema.Schema{},

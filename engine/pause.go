@@ -386,6 +386,9 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 		return res, err
 	}
 	res.AnswerID = answerID
+	// A paused sub-workflow was its parents' pause: they run again too,
+	// before Continue returns, so that reading a parent shows it running.
+	e.wakeParent(ctx, rs)
 	e.schedule(rs.run.ID)
 	return res, nil
 }
@@ -467,11 +470,25 @@ func fieldNames(fields []Question) string {
 	return strings.Join(names, ", ")
 }
 
-// Pauses returns the open pauses of a run, each with its token.
+// Pauses returns the open pauses of a run, each with its token. A run
+// that waits for a paused sub-workflow shows the child's pauses: their
+// tokens continue the child.
 func (e *Engine) Pauses(ctx context.Context, runID string) ([]Pause, error) {
+	return e.pauses(ctx, runID, 0)
+}
+
+func (e *Engine) pauses(ctx context.Context, runID string, depth int) ([]Pause, error) {
 	ps, err := e.store.OpenPauses(ctx, runID)
 	if err != nil {
 		return nil, err
+	}
+	if len(ps) == 0 && depth < maxDepth {
+		if run, err := e.store.GetRun(ctx, runID); err == nil && run.Status == store.StatusWaiting {
+			var st State
+			if json.Unmarshal(run.State, &st) == nil && st.Wait != nil && st.Wait.Child != "" {
+				return e.pauses(ctx, st.Wait.Child, depth+1)
+			}
+		}
 	}
 	out := make([]Pause, 0, len(ps))
 	for _, p := range ps {
@@ -510,6 +527,12 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 		var st State
 		if json.Unmarshal(run.State, &st) == nil && st.Wait != nil {
 			c.ClearTimers = []string{st.Wait.StepKey} // a canceled run wakes no more
+			if st.Wait.Child != "" {
+				// Cancel the sub-workflow first (compensating it too when asked).
+				if err := e.Cancel(ctx, st.Wait.Child, "its parent run was canceled", compensate); err != nil && CodeOf(err) != CodeRunFinished {
+					return err
+				}
+			}
 		}
 		if compensate && st.Phase == "" {
 			// Hand the run to a driver that compensates, then cancels.

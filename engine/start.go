@@ -27,6 +27,11 @@ type StartRequest struct {
 	// Detached records the run without executing it here: another process
 	// (or a later Resume) drives it.
 	Detached bool
+	// RunID, when set, is the new run's id (sub-workflow runs get an id
+	// derived from their parent step, so a retried start finds them).
+	RunID string
+	// Depth is the nesting level of a sub-workflow run (0 for top level).
+	Depth int
 }
 
 // Start checks the inputs, records the run and starts executing it in the
@@ -58,14 +63,18 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	if err := e.store.PutVersion(ctx, store.Version{Version: req.Version, Name: wf.Name, Definition: req.Definition}); err != nil {
 		return "", err
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return "", fmt.Errorf("new run id: %w", err)
+	runID := req.RunID
+	if runID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return "", fmt.Errorf("new run id: %w", err)
+		}
+		runID = id.String()
 	}
 	now := e.now().UTC()
-	state, _ := json.Marshal(State{StartedAt: now})
+	state, _ := json.Marshal(State{StartedAt: now, Depth: req.Depth})
 	created, _ := maskedJSON(mask, map[string]any{"workflow": wf.Name, "version": req.Version, "inputs": inputs, "parent_id": nilIfEmpty(req.ParentID)})
-	run := store.Run{ID: id.String(), Workflow: wf.Name, Version: req.Version, Status: store.StatusRunning,
+	run := store.Run{ID: runID, Workflow: wf.Name, Version: req.Version, Status: store.StatusRunning,
 		Inputs: storedInputs, State: state, ParentID: req.ParentID, CreatedAt: now}
 	events := []store.Event{{Type: EventRunCreated, Data: created, At: now}, {Type: EventRunStarted, At: now}}
 	res, err := e.store.CreateRun(ctx, run, events)

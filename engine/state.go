@@ -32,6 +32,8 @@ type State struct {
 	Phase string `json:"phase,omitempty"`
 	// Final is how the run ends once the finishing phases are done.
 	Final *Final `json:"final,omitempty"`
+	// Depth is how deep this run is nested in sub-workflows.
+	Depth int `json:"depth,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.
@@ -52,6 +54,8 @@ type Wait struct {
 	Iteration int `json:"iteration,omitempty"`
 	// Started is when the step's first attempt started.
 	Started time.Time `json:"started"`
+	// Child is the sub-workflow run a workflow step waits for.
+	Child string `json:"child,omitempty"`
 }
 
 // result is what later steps see of a step: steps.<id>.{…}.

@@ -25,12 +25,6 @@ func unsupported(wf *workflow.Workflow) []string {
 			}
 		}
 	}
-	for _, s := range allSteps(wf.Steps) {
-		switch s.Kind() {
-		case workflow.KindWorkflow:
-			add(s, s.Kind()+" steps")
-		}
-	}
 	return out
 }
 

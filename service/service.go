@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -46,6 +47,10 @@ type Service struct {
 	Store   store.Store
 	Engine  *engine.Engine
 	Actions *action.Registry
+
+	// dir is the directory of the last workflow loaded by path: its
+	// siblings can be called as sub-workflows.
+	dir string
 }
 
 // Open opens the home directory, its database and an engine. It does not
@@ -69,13 +74,16 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		return nil, err
 	}
 	actions := action.Builtins()
+	svc := &Service{Home: h, Store: st, Actions: actions}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
-		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv, ShutdownGrace: opts.ShutdownGrace})
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv, ShutdownGrace: opts.ShutdownGrace,
+		Workflows: svc.subWorkflow})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &Service{Home: h, Store: st, Engine: eng, Actions: actions}, nil
+	svc.Engine = eng
+	return svc, nil
 }
 
 // Close stops the engine (runs stay resumable) and closes the database.
@@ -95,12 +103,60 @@ type Loaded struct {
 	Path       string // "" for inline definitions
 }
 
-// resolver checks `uses` against the registry. Sub-workflows are not
-// checked yet: the library is not indexed.
-type resolver struct{ actions *action.Registry }
+// resolver checks `uses` against the registry and `workflow` against the
+// library. A workflow file run by path may call siblings of its own
+// directory too.
+type resolver struct {
+	actions *action.Registry
+	home    *home.Home
+	dir     string
+}
 
 func (r resolver) HasAction(name string) (bool, []string) { return r.actions.HasAction(name) }
-func (r resolver) HasWorkflow(string) (bool, []string)    { return true, nil }
+func (r resolver) HasWorkflow(name string) (bool, []string) {
+	if _, err := findSubWorkflow(r.home, r.dir, name); err == nil {
+		return true, nil
+	}
+	return false, nil
+}
+
+// findSubWorkflow finds a workflow called by name: in the library, or next
+// to the calling file.
+func findSubWorkflow(h *home.Home, dir, name string) (string, error) {
+	if !home.ValidName(name) {
+		return "", fmt.Errorf("%q is not a valid workflow name: %w", name, home.ErrUnsafeName)
+	}
+	if path, err := h.FindWorkflow(name); err == nil {
+		return path, nil
+	}
+	if dir != "" {
+		for _, ext := range []string{".yaml", ".yml", ".json"} {
+			p := filepath.Join(dir, name+ext)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no workflow named %q in the library%s: %w", name, map[bool]string{true: " or next to the calling file", false: ""}[dir != ""], home.ErrNotFound)
+}
+
+// subWorkflow loads the workflow a `workflow:` step calls. A child keeps the
+// directory of the workflow that was run, so examples can call siblings.
+func (s *Service) subWorkflow(_ context.Context, name string) (*engine.WorkflowDef, error) {
+	path, err := findSubWorkflow(s.Home, s.dir, name)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.parseIn(data, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	return &engine.WorkflowDef{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition}, nil
+}
 
 // LoadWorkflow finds a workflow by path or library name and validates it.
 func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
@@ -119,7 +175,8 @@ func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read workflow %s: %w", path, err)
 	}
-	l, err := s.Parse(data)
+	s.dir = filepath.Dir(path)
+	l, err := s.parseIn(data, s.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +185,10 @@ func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
 }
 
 // Parse validates an inline definition (YAML or JSON).
-func (s *Service) Parse(data []byte) (*Loaded, error) {
-	res := workflow.Check(data, workflow.Options{Resolver: resolver{s.Actions}})
+func (s *Service) Parse(data []byte) (*Loaded, error) { return s.parseIn(data, "") }
+
+func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
+	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir}})
 	if !res.Valid() {
 		what := "the workflow is invalid"
 		if res.Workflow != nil && res.Workflow.Name != "" {

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/store"
+)
+
+// maxDepth bounds sub-workflow nesting (and so recursion).
+const maxDepth = 8
+
+// EventChildStarted: a workflow step started its child run.
+const EventChildStarted = "step.child_started"
+
+// childPoll is how often a parent looks at a child that runs in another
+// process; in this process the child's end wakes the parent at once.
+const childPoll = 2 * time.Second
+
+// Sub-workflows run as child runs linked to their parent. The parent's
+// workflow step starts the child (its id derived from the parent's run,
+// step and visit, so a start repeated after a crash finds the same child)
+// and parks until the child ends; the child's outputs become the step's
+// output. When the child pauses, the parent shows as waiting and its pause
+// is the child's: continuing it continues the child.
+
+func childID(parent, key string, visit int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%s#%d", parent, key, visit)))
+	return uuid.NewSHA1(uuid.NameSpaceURL, sum[:]).String()
+}
+
+// subWorkflow executes a workflow step at the cursor.
+func (e *Engine) subWorkflow(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	if w := sx.wait; w != nil && w.Child != "" {
+		return e.awaitChild(ctx, rs, sx, w.Child)
+	}
+	if rs.state.Depth+1 > maxDepth {
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("sub-workflows nest deeper than %d levels (recursion?)", maxDepth), true)
+	}
+	if e.workflows == nil {
+		return e.stepFailed(ctx, rs, sx, "this engine has no workflow library to find sub-workflows in", true)
+	}
+	def, err := e.workflows(ctx, sx.s.Workflow)
+	if err != nil {
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err), false)
+	}
+	inputs := map[string]any{}
+	if sx.s.With != nil {
+		v, err := expr.RenderValue(sx.s.With, env)
+		if err != nil {
+			return e.stepFailed(ctx, rs, sx, "with: "+err.Error(), false)
+		}
+		inputs, _ = v.(map[string]any)
+	}
+	id := childID(rs.run.ID, sx.key, sx.visit)
+	_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
+		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1})
+	if err != nil && !errors.Is(err, store.ErrExists) {
+		var ee *Error
+		if errors.As(err, &ee) {
+			return e.stepFailed(ctx, rs, sx, fmt.Sprintf("workflow %s: %s", sx.s.Workflow, ee.Error()), false)
+		}
+		return err
+	}
+	w := &Wait{Reason: "child", Child: id, Until: e.now().UTC().Add(childPoll)}
+	return e.park(ctx, rs, sx, w, EventChildStarted, map[string]any{"child_run_id": id, "workflow": sx.s.Workflow})
+}
+
+// awaitChild looks at the child a parent waits for.
+func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, childID string) error {
+	child, err := e.store.GetRun(ctx, childID)
+	if err != nil {
+		return err
+	}
+	switch child.Status {
+	case store.StatusSucceeded:
+		var out any
+		_ = json.Unmarshal(child.Outputs, &out)
+		return e.succeedStep(ctx, rs, sx, &result{Output: out}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+	case store.StatusFailed, store.StatusCanceled:
+		msg := child.Status
+		var ce struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(child.Error, &ce) == nil && ce.Message != "" {
+			msg = ce.Message
+		}
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("sub-workflow %s %s: %s", sx.s.Workflow, child.Status, msg), false)
+	case store.StatusWaiting:
+		// Surface the child's pause as the parent's.
+		if rs.run.Status != store.StatusWaiting {
+			next := rs.state
+			next.Wait = nil // no timer: continuing the child wakes the parent
+			w := *sx.wait
+			next.Wait = &w
+			next.Wait.Until = e.now().UTC().Add(24 * time.Hour)
+			return e.commit(ctx, rs, store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting},
+				Events: []store.Event{e.event(rs, EventRunPaused, sx.s.ID, map[string]any{"child_run_id": childID}, e.now().UTC())}}, next)
+		}
+		return errParked
+	default:
+		next := rs.state
+		w := *sx.wait
+		w.Until = e.now().UTC().Add(childPoll)
+		next.Wait = &w
+		if err := e.commit(ctx, rs, store.Commit{}, next); err != nil {
+			return err
+		}
+		return errParked
+	}
+}
+
+// wakeParent makes the parent of a run look at it again: the child ended,
+// paused or continued.
+func (e *Engine) wakeParent(ctx context.Context, rs *runState) {
+	parent := rs.run.ParentID
+	if parent == "" {
+		return
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		p, err := e.store.GetRun(ctx, parent)
+		if err != nil {
+			return
+		}
+		if p.Status == store.StatusWaiting && rs.run.Status != store.StatusWaiting {
+			// The child moves again: so does the parent (its pause was the
+			// child's).
+			var st State
+			_ = json.Unmarshal(p.State, &st)
+			if st.Wait == nil || st.Wait.Child != rs.run.ID {
+				return
+			}
+			st.Wait.Until = e.now().UTC()
+			state, _ := json.Marshal(st)
+			res, err := e.store.Commit(ctx, store.Commit{RunID: parent, Rev: p.Rev,
+				Run:       store.RunUpdate{Status: store.StatusRunning, State: state},
+				SetTimers: []store.Timer{{Key: st.Wait.StepKey, WakeAt: st.Wait.Until}},
+				Events:    []store.Event{{Type: EventRunContinued, StepID: st.Wait.StepKey, At: e.now().UTC()}}})
+			if errors.Is(err, store.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			e.publish(parent, store.StatusRunning, []store.Event{{Type: EventRunContinued}}, res.EventSeqs)
+			// Its own parent may wait on it too.
+			e.wakeParent(ctx, &runState{run: store.Run{ID: parent, ParentID: p.ParentID, Status: store.StatusRunning}})
+		}
+		e.schedule(parent)
+		return
+	}
+}
