@@ -43,6 +43,9 @@ func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Se
 	}
 	// A person pressed Ctrl-C: give in-flight steps a moment, not more (an
 	// interrupted step runs again on resume).
+	if actionOutput == nil {
+		actionOutput = io.Discard
+	}
 	svc, err := service.Open(ctx, service.Options{Home: g.home, Durability: g.durability, ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second, TokenTTL: g.tokenTTL})
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, msg: err.Error()}

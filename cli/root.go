@@ -51,7 +51,8 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	})
 	g := &globals{}
 	g.register(root)
-	root.AddCommand(newValidateCmd(), newSchemaCmd(), newRunCmd(g), newResumeCmd(g), newRunsCmd(g), newShowCmd(g), newCancelCmd(g))
+	root.AddCommand(newValidateCmd(), newSchemaCmd(), newRunCmd(g), newResumeCmd(g), newRunsCmd(g), newShowCmd(g), newCancelCmd(g),
+		newRetryCmd(g), newForkCmd(g), newPauseCmd(g))
 	return root
 }
 

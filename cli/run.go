@@ -309,8 +309,8 @@ func printOutcome(cmd *cobra.Command, o *runOptions, v *service.RunView) error {
 		return nil
 	case store.StatusWaiting:
 		return &exitError{code: ExitWaiting}
-	case store.StatusRunning, store.StatusPending:
-		return nil // --detach
+	case store.StatusRunning, store.StatusPending, store.StatusPaused:
+		return nil // --detach, or held by an operator
 	default:
 		return &exitError{code: ExitInvalid}
 	}
@@ -329,7 +329,7 @@ func printHuman(w io.Writer, v *service.RunView) {
 			printPause(w, p)
 			fmt.Fprintf(w, "answer it with: stepwise resume %s --answers FILE   (FILE: {%s: <answer>})\n", v.ID, p.StepID)
 		}
-	case store.StatusRunning, store.StatusPending:
+	case store.StatusRunning, store.StatusPending, store.StatusPaused:
 		fmt.Fprintf(w, "resume it with: stepwise resume %s\n", v.ID)
 	default:
 		var e struct {

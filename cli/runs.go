@@ -36,9 +36,9 @@ func newRunsCmd(g *globals) *cobra.Command {
 				for _, s := range strings.Split(status, ",") {
 					s = strings.TrimSpace(s)
 					switch s {
-					case store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusSucceeded, store.StatusFailed, store.StatusCanceled:
+					case store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusPaused, store.StatusSucceeded, store.StatusFailed, store.StatusCanceled:
 					default:
-						return usageErr("--status %q: use pending, running, waiting, succeeded, failed or canceled", s)
+						return usageErr("--status %q: use pending, running, waiting, paused, succeeded, failed or canceled", s)
 					}
 					f.Status = append(f.Status, s)
 				}

@@ -335,6 +335,10 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	if err != nil {
 		return res, notFound(claims.RunID, err)
 	}
+	if rs.run.Status == store.StatusPaused {
+		return res, &Error{Code: "RUN_PAUSED", Category: CategoryConflict, RunID: claims.RunID, Retryable: true,
+			Message: "the run is paused by an operator", Suggestion: "resume it (stepwise resume RUN), then continue with the same token"}
+	}
 	if rs.run.Status != store.StatusWaiting {
 		return res, alreadyUsed(claims)
 	}
@@ -571,6 +575,15 @@ func (e *Engine) Resume(ctx context.Context, runID string) (string, error) {
 	run, err := e.store.GetRun(ctx, runID)
 	if err != nil {
 		return "", notFound(runID, err)
+	}
+	if run.Status == store.StatusPaused {
+		if err := e.UnholdRun(ctx, runID); err != nil {
+			return "", err
+		}
+		run, err = e.store.GetRun(ctx, runID)
+		if err != nil {
+			return "", err
+		}
 	}
 	if run.Status == store.StatusRunning || run.Status == store.StatusPending {
 		e.schedule(runID)

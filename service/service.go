@@ -240,3 +240,29 @@ func (s *Service) Wait(ctx context.Context, runID string, timeout time.Duration)
 	}
 	return st, err
 }
+
+// RetryRun re-runs a failed run from the step that failed.
+func (s *Service) RetryRun(ctx context.Context, runID string, inputs map[string]any) error {
+	return s.Engine.RetryRun(ctx, runID, inputs)
+}
+
+// ForkRun starts a new run from a step of an existing run.
+func (s *Service) ForkRun(ctx context.Context, runID, fromStep string, inputs map[string]any) (string, error) {
+	return s.Engine.ForkRun(ctx, runID, fromStep, inputs)
+}
+
+// PauseRun holds a run until it is resumed.
+func (s *Service) PauseRun(ctx context.Context, runID string) error { return s.Engine.HoldRun(ctx, runID) }
+
+// Definition returns the workflow a run is pinned to.
+func (s *Service) Definition(ctx context.Context, runID string) (*Loaded, error) {
+	run, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, runNotFound(runID, err)
+	}
+	wf, err := s.Engine.Definition(ctx, run.Version)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Workflow: wf, Version: run.Version}, nil
+}

@@ -36,6 +36,9 @@ const (
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
 	StatusCanceled  = "canceled"
+	// StatusPaused: an operator paused the run; it does not advance until
+	// resumed.
+	StatusPaused = "paused"
 )
 
 // Finished reports whether a run status is final.
@@ -165,9 +168,13 @@ type Timer struct {
 type RunUpdate struct {
 	Status     string // "" keeps the status
 	State      json.RawMessage
+	Inputs     json.RawMessage
 	Outputs    json.RawMessage
 	Error      json.RawMessage
 	FinishedAt time.Time
+	// Reopen clears the error, outputs and finish time (a failed run that
+	// is retried).
+	Reopen bool
 }
 
 // Commit is everything one step of a run changes, written atomically.
@@ -229,9 +236,10 @@ type Store interface {
 	PutVersion(ctx context.Context, v Version) error
 	GetVersion(ctx context.Context, version string) (Version, error)
 
-	// CreateRun inserts a new run with its first events. The run's ID must
-	// be new (ErrExists otherwise).
-	CreateRun(ctx context.Context, r Run, events []Event) (CommitResult, error)
+	// CreateRun inserts a new run with its first events and, for a fork,
+	// the step results it starts from. The run's ID must be new (ErrExists
+	// otherwise).
+	CreateRun(ctx context.Context, r Run, events []Event, steps ...Step) (CommitResult, error)
 	GetRun(ctx context.Context, id string) (Run, error)
 	// ListRuns returns runs, newest first, and a cursor for the next page
 	// ("" when there is none).

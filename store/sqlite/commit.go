@@ -19,7 +19,8 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var rev, eventSeq int64
 		err := s.queryRow(ctx, tx, sqlAdvanceRun,
-			nanos(now), nullString(c.Run.Status), blob(c.Run.State), blob(c.Run.Outputs), blob(c.Run.Error), nullable(c.Run.FinishedAt),
+			nanos(now), nullString(c.Run.Status), blob(c.Run.State), blob(c.Run.Inputs),
+			c.Run.Reopen, blob(c.Run.Outputs), c.Run.Reopen, blob(c.Run.Error), c.Run.Reopen, nullable(c.Run.FinishedAt),
 			len(c.Events), c.RunID, c.Rev).Scan(&rev, &eventSeq)
 		eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
 		if errors.Is(err, sql.ErrNoRows) {

@@ -43,7 +43,7 @@ func (s *Store) GetVersion(ctx context.Context, version string) (store.Version, 
 }
 
 // CreateRun inserts a run and its first events in one transaction.
-func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event) (store.CommitResult, error) {
+func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event, steps ...store.Step) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
 	if r.CreatedAt.IsZero() {
@@ -64,6 +64,12 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.Rev = 1
+		for _, st := range steps {
+			if _, err := s.exec(ctx, tx, sqlUpsertStep, r.ID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer),
+				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt)); err != nil {
+				return fmt.Errorf("copy step %s: %w", st.Key, err)
+			}
+		}
 		seqs, err := s.insertEvents(ctx, tx, r.ID, 0, events, now)
 		if err != nil {
 			return err

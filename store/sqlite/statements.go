@@ -4,8 +4,11 @@ package sqlite
 // store opens.
 const (
 	sqlAdvanceRun = `UPDATE runs SET rev = rev + 1, updated_at = ?,
-				status = COALESCE(?, status), state = COALESCE(?, state), outputs = COALESCE(?, outputs),
-				error = COALESCE(?, error), finished_at = COALESCE(?, finished_at), event_seq = event_seq + ?
+				status = COALESCE(?, status), state = COALESCE(?, state), inputs = COALESCE(?, inputs),
+				outputs = CASE WHEN ? THEN NULL ELSE COALESCE(?, outputs) END,
+				error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END,
+				finished_at = CASE WHEN ? THEN NULL ELSE COALESCE(?, finished_at) END,
+				event_seq = event_seq + ?
 			WHERE id = ? AND rev = ? RETURNING rev, event_seq`
 	sqlClosePause   = `UPDATE pauses SET status = ?, answer = ?, answered_at = ? WHERE run_id = ? AND seq = ? AND status = 'open'`
 	sqlInsertAnswer = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES (?, ?, ?, ?, ?) RETURNING id`

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListRunsFiltersAndPages", testListRuns},
 		{"Timers", testTimers},
 		{"RunIDsByStatus", testRunIDsByStatus},
+		{"ReopenAndCopySteps", testReopenAndCopy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,5 +433,23 @@ func testRunIDsByStatus(t *testing.T, s store.Store) {
 	ids := ok(s.RunIDsByStatus(ctx, store.StatusRunning, store.StatusWaiting))(t)
 	if len(ids) != 2 || ids[0] != a.ID || ids[1] != b.ID {
 		t.Errorf("ids %v", ids)
+	}
+}
+
+func testReopenAndCopy(t *testing.T, s store.Store) {
+	r := newRun(t, s)
+	now := time.Now()
+	ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 1, Run: store.RunUpdate{Status: store.StatusFailed,
+		Error: json.RawMessage(`{"message":"x"}`), FinishedAt: now}}))(t)
+	ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 2, Run: store.RunUpdate{Status: store.StatusRunning, Reopen: true,
+		Inputs: json.RawMessage(`{"a":2}`)}}))(t)
+	got := ok(s.GetRun(ctx, r.ID))(t)
+	if got.Status != store.StatusRunning || got.Error != nil || !got.FinishedAt.IsZero() || string(got.Inputs) != `{"a":2}` {
+		t.Fatalf("reopened run %+v", got)
+	}
+	fork := store.Run{ID: r.ID + "-fork", Workflow: "wf", Version: r.Version, Status: store.StatusRunning}
+	ok(s.CreateRun(ctx, fork, nil, store.Step{Key: "a", Visit: 1, StepID: "a", Status: "succeeded", Output: json.RawMessage(`1`), Attempts: 1}))(t)
+	if steps := ok(s.Steps(ctx, fork.ID))(t); len(steps) != 1 || string(steps[0].Output) != "1" {
+		t.Fatalf("copied steps %+v", steps)
 	}
 }
