@@ -252,7 +252,9 @@ func (s *Service) ForkRun(ctx context.Context, runID, fromStep string, inputs ma
 }
 
 // PauseRun holds a run until it is resumed.
-func (s *Service) PauseRun(ctx context.Context, runID string) error { return s.Engine.HoldRun(ctx, runID) }
+func (s *Service) PauseRun(ctx context.Context, runID string) error {
+	return s.Engine.HoldRun(ctx, runID)
+}
 
 // Definition returns the workflow a run is pinned to.
 func (s *Service) Definition(ctx context.Context, runID string) (*Loaded, error) {
