@@ -18,7 +18,7 @@ func (e *Engine) timerLoop() {
 		wait := timerPoll
 		next, ok, err := e.store.NextTimer(e.stepCtx)
 		if err == nil && ok {
-			if d := time.Until(next.WakeAt); d < wait {
+			if d := next.WakeAt.Sub(e.now()); d < wait {
 				wait = d
 			}
 		}

@@ -39,6 +39,8 @@ type Options struct {
 	// ShutdownGrace is how long Close lets in-flight steps finish before
 	// interrupting them (default 5s).
 	ShutdownGrace time.Duration
+	// Now is the engine's clock (default time.Now; tests move it).
+	Now func() time.Time
 }
 
 // Service is stepwise's use cases.
@@ -77,7 +79,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	svc := &Service{Home: h, Store: st, Actions: actions}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
 		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv, ShutdownGrace: opts.ShutdownGrace,
-		Workflows: svc.subWorkflow})
+		Workflows: svc.subWorkflow, Now: opts.Now})
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -1,0 +1,167 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v4"
+
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/store"
+)
+
+// fake stands in for an action that reaches outside (HTTP APIs, commands,
+// files) so that every example can run in a test. Its output has the shape
+// the real action documents, with plausible values.
+type fake struct {
+	name string
+	out  func(in map[string]any) any
+}
+
+func (f fake) Name() string        { return f.name }
+func (f fake) Description() string { return "test double" }
+func (f fake) Safety() string      { return action.Mutating }
+func (f fake) Run(_ context.Context, c action.Call) (any, error) {
+	return f.out(c.Input), nil
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata/examples/*.outputs.json")
+
+func fakes() []action.Action {
+	return []action.Action{
+		fake{"http", func(in map[string]any) any {
+			url, _ := in["url"].(string)
+			var body map[string]any
+			switch {
+			case strings.Contains(url, "/bookings"):
+				body = map[string]any{"booking_id": "bk-" + strings.Split(url, "/")[4], "price": 420}
+			case strings.Contains(url, "/charges"):
+				body = map[string]any{"id": "ch_1", "status": "captured"}
+			case strings.Contains(url, "status.json"):
+				body = map[string]any{"status": map[string]any{"indicator": "none"}}
+			case strings.Contains(url, "/deployments"):
+				body = map[string]any{"id": "dep-1", "state": "succeeded", "message": "rolled out"}
+			case strings.Contains(url, "/servers"):
+				body = map[string]any{"server": map[string]any{"id": 1234, "status": "running",
+					"public_net": map[string]any{"ipv4": map[string]any{"ip": "203.0.113.7"}}}}
+			case strings.Contains(url, "rates") || strings.Contains(url, "exchange"):
+				body = map[string]any{"base": "EUR", "rates": map[string]any{"USD": 1.08, "GBP": 0.86}}
+			default:
+				body = map[string]any{"ok": true, "id": "res-1"}
+			}
+			return map[string]any{"status": 200, "headers": map[string]any{"content-type": "application/json"}, "body": body}
+		}},
+		fake{"shell", func(in map[string]any) any {
+			return map[string]any{"exit_code": 0, "stdout": "ok\n", "stderr": ""}
+		}},
+		fake{"file", func(in map[string]any) any {
+			switch in["op"] {
+			case "read":
+				return map[string]any{"content": "{}"}
+			case "list":
+				return map[string]any{"entries": []any{}}
+			}
+			return map[string]any{"path": in["path"]}
+		}},
+	}
+}
+
+// TestEveryExampleRuns runs every example workflow to its end, answering
+// its questions and agent steps from examples/answers/NAME.yaml.
+func TestEveryExampleRuns(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	jsonFiles, _ := filepath.Glob("../examples/*.json")
+	files = append(files, jsonFiles...)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			// Sleeps and polling intervals of minutes pass in a blink: the
+			// clock moves ten minutes every time the engine reads it.
+			var skew atomic.Int64
+			clock := func() time.Time { return time.Now().Add(time.Duration(skew.Add(int64(10 * time.Minute)))) }
+			svc, err := Open(ctx, Options{Home: t.TempDir(), Durability: "normal", Now: clock, LookupEnv: func(k string) (string, bool) {
+				v, ok := map[string]string{"HCLOUD_TOKEN": "tok-123456", "DIRECTORY_TOKEN": "dir-123456"}[k]
+				return v, ok
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Close(ctx)
+			for _, a := range fakes() {
+				svc.Actions.Register(a)
+			}
+			answers := map[string]any{}
+			inputs := map[string]any{}
+			if data, err := os.ReadFile(filepath.Join("../examples/answers", name+".yaml")); err == nil {
+				var doc map[string]any
+				if err := yaml.Unmarshal(data, &doc); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(doc)
+				_ = json.Unmarshal(b, &answers)
+				if in, ok := answers["_inputs"].(map[string]any); ok {
+					inputs = in
+					delete(answers, "_inputs")
+				}
+			}
+			l, err := svc.LoadWorkflow(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := svc.StartRun(ctx, l, inputs, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 50; i++ {
+				st, err := svc.Wait(ctx, id, 20*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := svc.GetRun(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st != store.StatusWaiting {
+					if st != store.StatusSucceeded {
+						t.Fatalf("run %s: %s", st, v.Error)
+					}
+					got, _ := json.MarshalIndent(v.Outputs, "", "  ")
+					got = []byte(strings.ReplaceAll(string(got), id, "<run-id>"))
+					golden := filepath.Join("testdata", "examples", name+".outputs.json")
+					if *updateGolden {
+						_ = os.MkdirAll(filepath.Dir(golden), 0o755)
+						if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+							t.Fatal(err)
+						}
+						return
+					}
+					want, err := os.ReadFile(golden)
+					if err != nil {
+						t.Fatalf("%v (go test ./service -run EveryExample -update)", err)
+					}
+					if strings.TrimSpace(string(want)) != string(got) {
+						t.Fatalf("outputs differ from %s:\n%s\nwant:\n%s", golden, got, want)
+					}
+					return
+				}
+				p := v.Pause
+				answer, ok := answers[p.StepID]
+				if !ok {
+					t.Fatalf("no answer for step %s (%s%s) in examples/answers/%s.yaml", p.StepID, p.Prompt, p.Instructions, name)
+				}
+				if _, err := svc.Continue(ctx, p.Token, answer); err != nil {
+					t.Fatalf("answer for %s: %v", p.StepID, err)
+				}
+			}
+			t.Fatal("too many pauses")
+		})
+	}
+}
