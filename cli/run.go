@@ -143,6 +143,15 @@ func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) erro
 	if err != nil {
 		return err
 	}
+	// An answers file may carry inputs too, under _inputs; -i wins.
+	if extra, ok := answers["_inputs"].(map[string]any); ok {
+		for k, v := range extra {
+			if _, set := inputs[k]; !set {
+				inputs[k] = v
+			}
+		}
+		delete(answers, "_inputs")
+	}
 	id, err := svc.StartRun(ctx, l, inputs, o.detach)
 	if err != nil {
 		return describe(err)
