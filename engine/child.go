@@ -118,42 +118,49 @@ func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, chi
 }
 
 // wakeParent makes the parent of a run look at it again: the child ended,
-// paused or continued.
+// paused or continued. When the child moves again after a pause, every
+// ancestor that showed its pause is set running again, up the whole chain,
+// before wakeParent returns (so that reading any of them right after a
+// continue shows it running). It is idempotent: concurrent calls for the
+// same chain all walk it to the top.
 func (e *Engine) wakeParent(ctx context.Context, rs *runState) {
-	parent := rs.run.ParentID
-	if parent == "" {
-		return
-	}
-	for attempt := 0; attempt < 5; attempt++ {
-		p, err := e.store.GetRun(ctx, parent)
-		if err != nil {
-			return
-		}
-		if p.Status == store.StatusWaiting && rs.run.Status != store.StatusWaiting {
-			// The child moves again: so does the parent (its pause was the
-			// child's).
+	child, childStatus, parent := rs.run.ID, rs.run.Status, rs.run.ParentID
+	for level := 0; parent != "" && level <= maxDepth; level++ {
+		var p store.Run
+		for attempt := 0; attempt < 20; attempt++ {
+			var err error
+			if p, err = e.store.GetRun(ctx, parent); err != nil {
+				return
+			}
+			if p.Status != store.StatusWaiting || childStatus == store.StatusWaiting {
+				break
+			}
 			var st State
 			_ = json.Unmarshal(p.State, &st)
-			if st.Wait == nil || st.Wait.Child != rs.run.ID {
-				return
+			if st.Wait == nil || st.Wait.Child != child {
+				break
 			}
 			st.Wait.Until = e.now().UTC()
 			state, _ := json.Marshal(st)
-			res, err := e.store.Commit(ctx, store.Commit{RunID: parent, Rev: p.Rev,
+			c := store.Commit{RunID: parent, Rev: p.Rev,
 				Run:       store.RunUpdate{Status: store.StatusRunning, State: state},
 				SetTimers: []store.Timer{{Key: st.Wait.StepKey, WakeAt: st.Wait.Until}},
-				Events:    []store.Event{{Type: EventRunContinued, StepID: st.Wait.StepKey, At: e.now().UTC()}}})
+				Events:    []store.Event{{Type: EventRunContinued, StepID: st.Wait.StepKey, At: e.now().UTC()}}}
+			res, err := e.store.Commit(ctx, c)
 			if errors.Is(err, store.ErrConflict) {
 				continue
 			}
 			if err != nil {
 				return
 			}
-			e.publish(parent, store.StatusRunning, []store.Event{{Type: EventRunContinued}}, res.EventSeqs)
-			// Its own parent may wait on it too.
-			e.wakeParent(ctx, &runState{run: store.Run{ID: parent, ParentID: p.ParentID, Status: store.StatusRunning}})
+			p.Status = store.StatusRunning
+			e.publish(parent, store.StatusRunning, c.Events, res.EventSeqs)
+			break
 		}
 		e.schedule(parent)
-		return
+		if childStatus == store.StatusWaiting {
+			return // a pause climbs one level at a time, through each parent's driver
+		}
+		child, childStatus, parent = parent, p.Status, p.ParentID
 	}
 }
