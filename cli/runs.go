@@ -117,6 +117,12 @@ func newShowCmd(g *globals) *cobra.Command {
 				b, _ := json.Marshal(v.Inputs)
 				fmt.Fprintf(out, "inputs: %s\n", b)
 			}
+			if v.ParentID != "" {
+				fmt.Fprintf(out, "parent run: %s\n", v.ParentID)
+			}
+			for _, c := range v.Children {
+				fmt.Fprintf(out, "child run: %s\n", c)
+			}
 			fmt.Fprintln(out, "timeline:")
 			start := v.CreatedAt
 			for _, e := range events {

@@ -149,3 +149,35 @@ func BenchmarkContinue(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
 }
+
+// BenchmarkParallelGroup runs a 64-way parallel group of no-op steps:
+// compare its steps/s with BenchmarkSerialSteps.
+func BenchmarkParallelGroup(b *testing.B) {
+	e, _ := benchEngine(b, sqlite.Normal)
+	var sb strings.Builder
+	sb.WriteString("version: 1\nname: wide\nsteps:\n  - id: group\n    parallel:\n")
+	for i := 0; i < 64; i++ {
+		fmt.Fprintf(&sb, "      - {id: b%d, uses: noop}\n", i)
+	}
+	res := workflow.Check([]byte(sb.String()), workflow.Options{})
+	if !res.Valid() {
+		b.Fatal(res.Violations)
+	}
+	def, _ := workflow.Canonical(res.Source.Value)
+	req := StartRequest{Workflow: res.Workflow, Version: res.Version, Definition: def}
+	b.ResetTimer()
+	start := time.Now()
+	steps := 0
+	for steps < b.N {
+		id, err := e.Start(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st, err := e.Wait(context.Background(), id); err != nil || st != "succeeded" {
+			b.Fatalf("%s %v", st, err)
+		}
+		steps += 64
+	}
+	b.ReportMetric(float64(steps)/time.Since(start).Seconds(), "steps/s")
+	b.ReportMetric(0, "ns/op")
+}

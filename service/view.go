@@ -22,6 +22,7 @@ type RunView struct {
 	Error      json.RawMessage `json:"error,omitempty"`
 	Pause      *engine.Pause   `json:"pause,omitempty"`
 	Steps      []StepView      `json:"steps,omitempty"`
+	Children   []string        `json:"children,omitempty"`
 	ParentID   string          `json:"parent_id,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
@@ -29,7 +30,10 @@ type RunView struct {
 
 // StepView is one recorded step execution.
 type StepView struct {
-	ID         string    `json:"id"`
+	ID string `json:"id"`
+	// Key names a nested instance (a foreach item's step "each[3].work"),
+	// a compensation or a hook, when it differs from ID.
+	Key        string    `json:"key,omitempty"`
 	Visit      int       `json:"visit,omitempty"`
 	Status     string    `json:"status"`
 	Output     any       `json:"output,omitempty"`
@@ -58,6 +62,9 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		if sv.Visit == 1 {
 			sv.Visit = 0
 		}
+		if st.Key != st.StepID {
+			sv.Key = st.Key
+		}
 		_ = json.Unmarshal(st.Output, &sv.Output)
 		if len(st.Answer) > 0 {
 			secret := false
@@ -75,6 +82,11 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 			}
 		}
 		v.Steps = append(v.Steps, sv)
+	}
+	if kids, _, err := s.Store.ListRuns(ctx, store.RunFilter{ParentID: id, Limit: 1000}); err == nil {
+		for i := len(kids) - 1; i >= 0; i-- {
+			v.Children = append(v.Children, kids[i].ID+" ("+kids[i].Workflow+", "+kids[i].Status+")")
+		}
 	}
 	if run.Status == store.StatusWaiting {
 		if ps, err := s.Engine.Pauses(ctx, id); err == nil && len(ps) > 0 {
