@@ -2,9 +2,7 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
@@ -79,7 +77,7 @@ func parseInputs(flags []string, wf *workflow.Workflow) (map[string]any, error) 
 			out[k] = v // reported as unknown by the engine, with the declared names
 			continue
 		}
-		typed, err := typedText(v, in.Type)
+		typed, err := workflow.ParseText(v, in.Type)
 		if err != nil {
 			return nil, usageErr("--input %s: %v", k, err)
 		}
@@ -88,44 +86,3 @@ func parseInputs(flags []string, wf *workflow.Workflow) (map[string]any, error) 
 	return out, nil
 }
 
-// typedText reads a value of a language type from text.
-func typedText(s, typ string) (any, error) {
-	switch typ {
-	case "", "string", "choice":
-		return s, nil
-	case "integer":
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer", s)
-		}
-		return n, nil
-	case "number":
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", s)
-		}
-		return f, nil
-	case "boolean":
-		switch strings.ToLower(strings.TrimSpace(s)) {
-		case "true", "yes", "y", "1":
-			return true, nil
-		case "false", "no", "n", "0":
-			return false, nil
-		}
-		return nil, fmt.Errorf("%q is not a boolean (true or false)", s)
-	case "multi-choice":
-		var list []any
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				list = append(list, p)
-			}
-		}
-		return list, nil
-	default: // object, array: JSON
-		var v any
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			return nil, fmt.Errorf("%q is not JSON", s)
-		}
-		return numbers(jsonClean(v)), nil
-	}
-}

@@ -14,29 +14,15 @@ func newRetryCmd(g *globals) *cobra.Command {
 		Short: "Re-run a failed run from the step that failed (optionally with corrected inputs)",
 		Args:  exactArgs(1, "retry: give one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop, interrupted := signalContext()
-			defer stop()
-			svc, err := g.open(context.Background(), actionOutput(cmd, o))
+			s, inputs, answers, err := openForRun(cmd, g, o, args[0])
 			if err != nil {
 				return err
 			}
-			defer svc.Close(context.Background())
-			l, err := svc.Definition(ctx, args[0])
-			if err != nil {
+			defer s.close()
+			if err := s.svc.RetryRun(s.ctx, args[0], inputs); err != nil {
 				return describe(err)
 			}
-			inputs, err := parseInputs(o.inputs, l.Workflow)
-			if err != nil {
-				return err
-			}
-			answers, err := readAnswers(o.answers)
-			if err != nil {
-				return err
-			}
-			if err := svc.RetryRun(ctx, args[0], inputs); err != nil {
-				return describe(err)
-			}
-			return follow(ctx, cmd, svc, o, args[0], answers, interrupted)
+			return s.follow(cmd, o, args[0], answers)
 		},
 	}
 	o.flags(cmd)
@@ -55,33 +41,19 @@ func newForkCmd(g *globals) *cobra.Command {
 			if from == "" {
 				return usageErr("fork: --from STEP is required")
 			}
-			ctx, stop, interrupted := signalContext()
-			defer stop()
-			svc, err := g.open(context.Background(), actionOutput(cmd, o))
+			s, inputs, answers, err := openForRun(cmd, g, o, args[0])
 			if err != nil {
 				return err
 			}
-			defer svc.Close(context.Background())
-			l, err := svc.Definition(ctx, args[0])
-			if err != nil {
-				return describe(err)
-			}
-			inputs, err := parseInputs(o.inputs, l.Workflow)
-			if err != nil {
-				return err
-			}
-			answers, err := readAnswers(o.answers)
-			if err != nil {
-				return err
-			}
-			id, err := svc.ForkRun(ctx, args[0], from, inputs)
+			defer s.close()
+			id, err := s.svc.ForkRun(s.ctx, args[0], from, inputs)
 			if err != nil {
 				return describe(err)
 			}
 			if !o.asJSON {
 				fmt.Fprintf(cmd.ErrOrStderr(), "forked %s from step %s of %s\n", id, from, args[0])
 			}
-			return follow(ctx, cmd, svc, o, id, answers, interrupted)
+			return s.follow(cmd, o, id, answers)
 		},
 	}
 	o.flags(cmd)
@@ -108,4 +80,24 @@ func newPauseCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// openForRun opens a session for a command on an existing run, with the
+// inputs (typed by the run's workflow) and answers it was given.
+func openForRun(cmd *cobra.Command, g *globals, o *runOptions, runID string) (*session, map[string]any, map[string]any, error) {
+	s, err := openSession(cmd, g, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l, err := s.svc.Definition(s.ctx, runID)
+	if err != nil {
+		s.close()
+		return nil, nil, nil, describe(err)
+	}
+	inputs, answers, err := inputsAndAnswers(o, l.Workflow)
+	if err != nil {
+		s.close()
+		return nil, nil, nil, err
+	}
+	return s, inputs, answers, nil
 }

@@ -119,7 +119,7 @@ func questionField(q engine.Question, title string) (huh.Field, func() (string, 
 		if q.Default != nil {
 			text = fmt.Sprint(q.Default)
 		}
-		parse := func(s string) (any, error) { return typedText(s, q.Type) }
+		parse := func(s string) (any, error) { return workflow.ParseText(s, q.Type) }
 		in := huh.NewInput().Title(label).Description(q.Help).Value(&text).Validate(func(s string) error {
 			v, err := parse(s)
 			if err != nil {

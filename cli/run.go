@@ -18,6 +18,7 @@ import (
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // runOptions are the flags of run and resume.
@@ -123,23 +124,59 @@ func signalContext() (context.Context, func(), func() bool) {
 	return ctx, func() { signal.Stop(ch); close(done); cancel() }, func() bool { return got }
 }
 
-func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) error {
+// session is what a command that drives runs holds: a context canceled on
+// Ctrl-C, and the service.
+type session struct {
+	ctx         context.Context
+	interrupted func() bool
+	svc         *service.Service
+	close       func()
+}
+
+func openSession(cmd *cobra.Command, g *globals, o *runOptions) (*session, error) {
 	ctx, stop, interrupted := signalContext()
-	defer stop()
 	svc, err := g.open(context.Background(), actionOutput(cmd, o))
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return &session{ctx: ctx, interrupted: interrupted, svc: svc, close: func() {
+		svc.Close(context.Background())
+		stop()
+	}}, nil
+}
+
+// follow drives the run to its end (see follow).
+func (s *session) follow(cmd *cobra.Command, o *runOptions, id string, answers map[string]any) error {
+	return follow(s.ctx, cmd, s.svc, o, id, answers, s.interrupted)
+}
+
+// inputsAndAnswers reads --input flags (typed by the workflow's
+// declarations) and the answers file.
+func inputsAndAnswers(o *runOptions, wf *workflow.Workflow) (map[string]any, map[string]any, error) {
+	inputs, err := parseInputs(o.inputs, wf)
+	if err != nil {
+		return nil, nil, err
+	}
+	answers, err := readAnswers(o.answers)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inputs, answers, nil
+}
+
+func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) error {
+	s, err := openSession(cmd, g, o)
 	if err != nil {
 		return err
 	}
-	defer svc.Close(context.Background())
+	defer s.close()
+	ctx, svc := s.ctx, s.svc
 	l, err := svc.LoadWorkflow(ref)
 	if err != nil {
 		return describe(err)
 	}
-	inputs, err := parseInputs(o.inputs, l.Workflow)
-	if err != nil {
-		return err
-	}
-	answers, err := readAnswers(o.answers)
+	inputs, answers, err := inputsAndAnswers(o, l.Workflow)
 	if err != nil {
 		return err
 	}
@@ -159,25 +196,23 @@ func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) erro
 	if o.detach {
 		return printOutcome(cmd, o, &service.RunView{ID: id, Status: store.StatusRunning})
 	}
-	return follow(ctx, cmd, svc, o, id, answers, interrupted)
+	return s.follow(cmd, o, id, answers)
 }
 
 func resumeRun(cmd *cobra.Command, g *globals, o *runOptions, id string) error {
-	ctx, stop, interrupted := signalContext()
-	defer stop()
-	svc, err := g.open(context.Background(), actionOutput(cmd, o))
+	s, err := openSession(cmd, g, o)
 	if err != nil {
 		return err
 	}
-	defer svc.Close(context.Background())
+	defer s.close()
 	answers, err := readAnswers(o.answers)
 	if err != nil {
 		return err
 	}
-	if _, err := svc.Resume(ctx, id); err != nil {
+	if _, err := s.svc.Resume(s.ctx, id); err != nil {
 		return describe(err)
 	}
-	return follow(ctx, cmd, svc, o, id, answers, interrupted)
+	return s.follow(cmd, o, id, answers)
 }
 
 // resumeAll drives every interrupted run until none is running: recovery

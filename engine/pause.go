@@ -247,33 +247,13 @@ func (e *Engine) autoOne(a *workflow.Ask, q Question, env map[string]any) (any, 
 	}
 	if a.Env != "" {
 		if s, set := e.lookupEnv(a.Env); set {
-			v, err := parseAnswer(s, q.Type)
+			v, err := workflow.ParseText(s, q.Type)
 			if err == nil && len(checkAnswer(q, v)) == 0 {
 				return v, "env", a.Env, true
 			}
 		}
 	}
 	return nil, "", "", false
-}
-
-// parseAnswer reads a typed answer from text.
-func parseAnswer(s, typ string) (any, error) {
-	switch typ {
-	case "choice":
-		return s, nil
-	case "multi-choice":
-		var list []any
-		if json.Unmarshal([]byte(s), &list) == nil {
-			return list, nil
-		}
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				list = append(list, p)
-			}
-		}
-		return list, nil
-	}
-	return parseTyped(s, typ)
 }
 
 // checkAnswer validates one answer against a rendered question.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -134,7 +133,7 @@ func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map
 				fromEnv[name] = strings.TrimPrefix(s, "$")
 				v = clear
 				if in.Type != "string" {
-					if v, err = parseTyped(clear, in.Type); err != nil {
+					if v, err = workflow.ParseText(clear, in.Type); err != nil {
 						bad(name, "type", fmt.Sprintf("input %q from $%s: %v", name, fromEnv[name], err))
 						continue
 					}
@@ -143,7 +142,7 @@ func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map
 		}
 		if !ok && in.Env != "" {
 			if s, set := e.lookupEnv(in.Env); set {
-				typed, err := parseTyped(s, in.Type)
+				typed, err := workflow.ParseText(s, in.Type)
 				if err != nil {
 					bad(name, "type", fmt.Sprintf("input %q from environment variable %s: %v", name, in.Env, err))
 					continue
@@ -186,42 +185,6 @@ func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map
 		out[name] = v
 	}
 	return out, fromEnv, vs
-}
-
-// parseTyped reads a value of a language type from text (environment
-// variables, terminal answers).
-func parseTyped(s, typ string) (any, error) {
-	switch typ {
-	case "", "string":
-		return s, nil
-	case "integer":
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer", s)
-		}
-		return n, nil
-	case "number":
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", s)
-		}
-		return f, nil
-	case "boolean":
-		switch strings.ToLower(strings.TrimSpace(s)) {
-		case "true", "yes", "y", "1", "on":
-			return true, nil
-		case "false", "no", "n", "0", "off":
-			return false, nil
-		}
-		return nil, fmt.Errorf("%q is not a boolean (use true or false)", s)
-	case "object", "array":
-		var v any
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			return nil, fmt.Errorf("%q is not JSON", s)
-		}
-		return v, nil
-	}
-	return s, nil
 }
 
 // normalizeNumber turns json.Number and Go integer types into int64 or

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -151,6 +152,25 @@ func TestSuggest(t *testing.T) {
 	for in, want := range map[string]string{"timout": "timeout", "rerty": "retry", "bool": "boolean", "xyz": "", "str": "string"} {
 		if got := suggest(in, cands); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseText(t *testing.T) {
+	for _, tc := range []struct {
+		in, typ string
+		want    any
+		ok      bool
+	}{
+		{"42", "integer", int64(42), true}, {"4.5", "integer", nil, false}, {"4.5", "number", 4.5, true},
+		{"yes", "boolean", true, true}, {"off", "boolean", false, true}, {"maybe", "boolean", nil, false},
+		{"a, b", "multi-choice", []any{"a", "b"}, true}, {`[1,"x"]`, "multi-choice", []any{1.0, "x"}, true},
+		{`{"n": 3}`, "object", map[string]any{"n": int64(3)}, true}, {"{", "object", nil, false},
+		{"text", "string", "text", true}, {"red", "choice", "red", true},
+	} {
+		got, err := ParseText(tc.in, tc.typ)
+		if (err == nil) != tc.ok || (tc.ok && fmt.Sprint(got) != fmt.Sprint(tc.want)) {
+			t.Errorf("ParseText(%q, %s) = %#v, %v", tc.in, tc.typ, got, err)
 		}
 	}
 }
