@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 
@@ -24,43 +23,7 @@ func readAnswers(path string) (map[string]any, error) {
 	if err := yaml.Unmarshal(data, &m); err != nil {
 		return nil, usageErr("answers file %s: %v", path, err)
 	}
-	return jsonClean(m).(map[string]any), nil
-}
-
-// jsonClean converts YAML-decoded values (int, map[string]any with nested
-// maps, …) into the JSON data model.
-func jsonClean(v any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.UseNumber()
-	if d.Decode(&out) != nil {
-		return v
-	}
-	return numbers(out)
-}
-
-func numbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbers(e)
-		}
-	}
-	return v
+	return workflow.PlainData(m).(map[string]any), nil
 }
 
 // parseInputs reads --input k=v flags, typing each value by the input's
@@ -85,4 +48,3 @@ func parseInputs(flags []string, wf *workflow.Workflow) (map[string]any, error) 
 	}
 	return out, nil
 }
-

@@ -169,5 +169,5 @@ func (t terminalPrompter) agent(ctx context.Context, p *engine.Pause) (any, erro
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		return nil, err
 	}
-	return jsonClean(v), nil
+	return workflow.PlainData(v), nil
 }

@@ -56,6 +56,23 @@ func ParseText(s, typ string) (any, error) {
 	return s, nil
 }
 
+// PlainData converts a decoded value (from YAML, or Go values) into the
+// JSON data model: maps with string keys, []any, strings, booleans, nil,
+// and numbers as int64 (integers) or float64.
+func PlainData(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	var out any
+	if d.Decode(&out) != nil {
+		return v
+	}
+	return plainNumbers(out)
+}
+
 // plainNumbers turns json.Number into int64 or float64.
 func plainNumbers(v any) any {
 	switch x := v.(type) {
