@@ -176,6 +176,11 @@ func (rs *runState) visit(stepID string) int {
 func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next State) error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	return e.commitLocked(ctx, rs, c, next)
+}
+
+// commitLocked is commit for a caller that holds rs.mu.
+func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit, next State) error {
 	c.RunID = rs.run.ID
 	c.Rev = rs.run.Rev
 	if w := rs.state.Wait; w != nil && (next.Wait == nil || next.Wait.StepKey != w.StepKey) {

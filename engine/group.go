@@ -21,9 +21,22 @@ import (
 // all of them ended: its output is the list of item results (foreach) or
 // the branches' outputs by id (parallel).
 
+// errBlocked: a branch or item waits for an answer (a question or agent
+// step inside the group); the group resumes when it comes.
+var errBlocked = errors.New("blocked on a pause")
+
 // group executes a parallel or foreach step at the cursor.
 func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
 	out, failure, err := e.runGroup(ctx, rs, sx.s, "", sx.visit, env)
+	if errors.Is(err, errBlocked) && failure == "" {
+		// Everything that could run has run; the rest waits for answers.
+		if rs.run.Status != store.StatusWaiting {
+			if err := e.commit(ctx, rs, store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting}}, rs.state); err != nil {
+				return err
+			}
+		}
+		return errParked
+	}
 	if err != nil {
 		return err
 	}
@@ -44,7 +57,13 @@ func (e *Engine) runGroup(ctx context.Context, rs *runState, s *workflow.Step, p
 		mu      sync.Mutex
 		failure string
 		firstEr error
+		blocked bool
 	)
+	block := func() {
+		mu.Lock()
+		blocked = true
+		mu.Unlock()
+	}
 	fail := func(msg string, err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -77,6 +96,8 @@ func (e *Engine) runGroup(ctx context.Context, rs *runState, s *workflow.Step, p
 				switch {
 				case err != nil:
 					fail("", err)
+				case r.Status == statusBlocked:
+					block()
 				case r.Status == "failed" && !b.ContinueOnError:
 					fail(fmt.Sprintf("branch %s failed: %s", b.ID, r.Error), nil)
 				default:
@@ -87,6 +108,9 @@ func (e *Engine) runGroup(ctx context.Context, rs *runState, s *workflow.Step, p
 			}()
 		}
 		wg.Wait()
+		if blocked && failure == "" && firstEr == nil {
+			return nil, "", errBlocked
+		}
 		return outs, failure, groupErr(ctx, firstEr, failure)
 	}
 	items, err := foreachItems(s, env)
@@ -116,6 +140,10 @@ func (e *Engine) runGroup(ctx context.Context, rs *runState, s *workflow.Step, p
 					fail("", err)
 					return
 				}
+				if r.Status == statusBlocked {
+					block() // the rest of this item waits for the answer
+					return
+				}
 				local[b.ID] = r.env()
 				if r.Status == "failed" && !b.ContinueOnError {
 					fail(fmt.Sprintf("item %d: step %s failed: %s", i, b.ID, r.Error), nil)
@@ -131,8 +159,14 @@ func (e *Engine) runGroup(ctx context.Context, rs *runState, s *workflow.Step, p
 		}()
 	}
 	wg.Wait()
+	if blocked && failure == "" && firstEr == nil {
+		return nil, "", errBlocked
+	}
 	return outs, failure, groupErr(ctx, firstEr, failure)
 }
+
+// statusBlocked marks an instance that waits for an answer (not recorded).
+const statusBlocked = "blocked"
 
 // groupErr: a store error or an interruption of the run (not the group's
 // own cancellation of siblings) stops the run's driver.
@@ -227,8 +261,13 @@ func (e *Engine) instance(ctx context.Context, rs *runState, s *workflow.Step, k
 		case workflow.KindFail:
 			msg, _ := expr.Render(*s.Fail, env)
 			r.Status, r.Error = "failed", rs.mask.Mask(expr.Text(msg))
+		case workflow.KindAsk, workflow.KindAgent:
+			return e.nestedPause(ctx, rs, sx, env)
 		case workflow.KindParallel, workflow.KindForeach:
 			out, failure, err := e.runGroup(ctx, rs, s, key+".", visit, env)
+			if errors.Is(err, errBlocked) {
+				return &result{Status: statusBlocked}, nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -301,4 +340,86 @@ func (e *Engine) currentState(rs *runState) State {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.state
+}
+
+// nestedPause runs a question or agent step inside a group: answered
+// automatically when it can be, otherwise it opens a pause (once) and the
+// instance is blocked until Continue records its answer.
+func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (*result, error) {
+	k := instanceKey(sx.key, sx.visit)
+	rs.mu.Lock()
+	waiting := rs.open[k]
+	rs.mu.Unlock()
+	if waiting {
+		return &result{Status: statusBlocked}, nil
+	}
+	var req Request
+	if sx.s.Ask != nil {
+		q, err := e.questionRequest(ctx, rs, sx, env)
+		if err != nil {
+			return &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}, e.recordInstance(ctx, rs, sx, &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit})
+		}
+		if answer, source, envRef, ok := e.autoAnswer(rs, sx, q, env); ok {
+			isSecret := askIsSecret(sx.s.Ask)
+			if isSecret {
+				learn(rs.mask, answer)
+			}
+			stored, err := e.storedValue(answer, isSecret, envRef)
+			if err != nil {
+				return nil, err
+			}
+			r := &result{Status: "succeeded", Answer: answer, Visit: sx.visit, Attempts: 1}
+			_ = source
+			return r, e.recordAnswered(ctx, rs, sx, r, stored)
+		}
+		req = q
+	} else {
+		a := sx.s.Agent
+		req = Request{Kind: KindAgent, StepID: sx.s.ID, Title: sx.s.Title, Persona: a.Persona, OutputSchema: a.OutputSchema}
+		ins, err := expr.Render(a.Instructions, env)
+		if err != nil {
+			r := &result{Status: "failed", Error: rs.mask.Mask("instructions: " + err.Error()), Visit: sx.visit}
+			return r, e.recordInstance(ctx, rs, sx, r)
+		}
+		req.Instructions = expr.Text(ins)
+		if a.Context != nil {
+			if req.Context, err = expr.RenderValue(a.Context, env); err != nil {
+				r := &result{Status: "failed", Error: rs.mask.Mask("context: " + err.Error()), Visit: sx.visit}
+				return r, e.recordInstance(ctx, rs, sx, r)
+			}
+		}
+	}
+	body, err := maskedJSON(rs.mask, req)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	next := rs.state
+	next.PauseSeq++
+	p := &store.Pause{Seq: next.PauseSeq, StepKey: sx.key, Visit: sx.visit, Kind: req.Kind, Request: body, ExpiresAt: now.Add(e.tokenTTL), CreatedAt: now}
+	c := store.Commit{OpenPause: p, Events: []store.Event{e.event(rs, EventRunPaused, sx.s.ID, map[string]any{"kind": req.Kind, "seq": p.Seq, "key": sx.key, "visit": sx.visit}, now)}}
+	if err := e.commitLocked(ctx, rs, c, next); err != nil {
+		return nil, err
+	}
+	rs.open[k] = true
+	return &result{Status: statusBlocked}, nil
+}
+
+// recordAnswered records a nested question answered automatically.
+func (e *Engine) recordAnswered(ctx context.Context, rs *runState, sx *stepExec, r *result, stored []byte) error {
+	now := e.now().UTC()
+	row := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "succeeded", Answer: stored, Attempts: 1, StartedAt: sx.started, FinishedAt: now}
+	c := store.Commit{Steps: []store.Step{row}, Events: []store.Event{e.event(rs, EventStepAnswered, sx.s.ID, map[string]any{"key": sx.key, "visit": sx.visit, "source": "auto"}, now)}}
+	if err := e.commit(ctx, rs, c, e.currentState(rs)); err != nil {
+		return err
+	}
+	rs.mu.Lock()
+	rs.byKey[instanceKey(sx.key, sx.visit)] = r
+	rs.mu.Unlock()
+	if sx.key == sx.s.ID {
+		rs.record(sx.s.ID, r)
+	}
+	return nil
 }

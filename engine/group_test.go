@@ -292,3 +292,67 @@ outputs:
 		}
 	}
 }
+
+func TestQuestionsInsideAForeach(t *testing.T) {
+	h := newHarness(t)
+	doc := `version: 1
+name: per-host
+steps:
+  - id: each
+    foreach: ${{ ["web", "db", "cache"] }}
+    concurrency: 2
+    steps:
+      - id: size
+        ask: {prompt: "Size of ${{ item }}?", type: choice, choices: [s, m, l]}
+      - id: label
+        uses: transform
+        with: {value: "${{ item }}=${{ steps.size.answer }}"}
+  - id: review
+    parallel:
+      - id: ok
+        agent:
+          instructions: Check the sizes ${{ steps.each.output }}.
+          output_schema: {type: object, required: [fine], properties: {fine: {type: boolean}}}
+      - {id: note, uses: noop}
+outputs:
+  sizes: ${{ steps.each.output }}
+  fine: ${{ steps.ok.output.fine }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]string{"web": "m", "db": "l", "cache": "s"}
+	for round := 0; round < 3; round++ {
+		h.wait(id)
+		ps, err := h.eng.Pauses(context.Background(), id)
+		if err != nil || len(ps) == 0 {
+			t.Fatalf("round %d: pauses %v %v", round, ps, err)
+		}
+		p := ps[0]
+		host := strings.TrimSuffix(strings.TrimPrefix(p.Prompt, "Size of "), "?")
+		if _, err := h.eng.Continue(context.Background(), p.Token, answers[host]); err != nil {
+			t.Fatalf("continue %s: %v", host, err)
+		}
+	}
+	h.wait(id)
+	ps, _ := h.eng.Pauses(context.Background(), id)
+	if len(ps) != 1 || ps[0].Kind != KindAgent {
+		t.Fatalf("want the agent's pause, got %+v", ps)
+	}
+	if !strings.Contains(ps[0].Instructions, "web=m") {
+		t.Fatalf("instructions %q", ps[0].Instructions)
+	}
+	if _, err := h.eng.Continue(context.Background(), ps[0].Token, map[string]any{"fine": true}); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	out := outputs(t, r)
+	sizes, _ := out["sizes"].([]any)
+	if len(sizes) != 3 || sizes[0] != "web=m" || sizes[1] != "db=l" || sizes[2] != "cache=s" || out["fine"] != true {
+		t.Fatalf("outputs %v", out)
+	}
+}

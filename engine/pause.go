@@ -362,7 +362,14 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 			e.event(rs, EventStepAnswered, s.ID, map[string]any{"source": "continue", "visit": p.Visit}, now)},
 	}
 	var answerID int64
-	err = e.succeedStepWith(ctx, rs, sx, r, c, rs.state.Cursor+1, opts, &answerID)
+	if nested := p.StepKey != s.ID || s.Parallel != nil || (rs.state.Cursor < len(rs.wf.Steps) && rs.wf.Steps[rs.state.Cursor].ID != s.ID); nested {
+		// A question inside a group: record the instance; the group goes on
+		// when the run is driven again (other pauses may remain open).
+		err = e.continueNested(ctx, rs, sx, r, c, stored, isSecret)
+		answerID = rs.lastAnswerID
+	} else {
+		err = e.succeedStepWith(ctx, rs, sx, r, c, rs.state.Cursor+1, opts, &answerID)
+	}
 	if errors.Is(err, store.ErrPauseClosed) {
 		return res, alreadyUsed(claims)
 	}
@@ -375,6 +382,24 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	e.wakeParent(ctx, rs)
 	e.schedule(rs.run.ID)
 	return res, nil
+}
+
+// continueNested records the answer of a pause inside a group without
+// moving the cursor; the run runs again unless other pauses stay open.
+func (e *Engine) continueNested(ctx context.Context, rs *runState, sx *stepExec, r *result, c store.Commit, stored []byte, isSecret bool) error {
+	now := e.now().UTC()
+	row := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "succeeded", Attempts: 1, StartedAt: sx.started, FinishedAt: now}
+	if sx.s.Ask != nil {
+		row.Answer = stored
+	} else if out, err := maskedJSON(rs.mask, r.Output); err == nil {
+		row.Output = out
+	}
+	c.Steps = append(c.Steps, row)
+	c.Events = append(c.Events, e.event(rs, EventStepSucceeded, sx.s.ID, map[string]any{"key": sx.key, "visit": sx.visit}, now))
+	if ps, err := e.store.OpenPauses(ctx, rs.run.ID); err == nil && len(ps) > 1 {
+		c.Run.Status = store.StatusWaiting // others still wait for their answers
+	}
+	return e.commit(ctx, rs, c, rs.state)
 }
 
 // succeedStepWith is succeedStep that also reports the answer id.

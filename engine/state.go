@@ -104,6 +104,8 @@ type runState struct {
 	// mu serializes what concurrent branches share: commits (the run's
 	// revision), results and the done list.
 	mu sync.Mutex
+	// open holds the open pauses of nested steps by key and visit.
+	open map[string]bool
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
@@ -141,6 +143,12 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 		return nil, err
 	}
 	rs.byKey = map[string]*result{}
+	rs.open = map[string]bool{}
+	if ps, err := e.store.OpenPauses(ctx, id); err == nil {
+		for _, p := range ps {
+			rs.open[instanceKey(p.StepKey, p.Visit)] = true
+		}
+	}
 	for _, st := range steps {
 		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
 		if strings.Contains(st.StepID, ":") {
