@@ -124,7 +124,7 @@ func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, chi
 // continue shows it running). It is idempotent: concurrent calls for the
 // same chain all walk it to the top.
 func (e *Engine) wakeParent(ctx context.Context, rs *runState) {
-	child, childStatus, parent := rs.run.ID, rs.run.Status, rs.run.ParentID
+	childStatus, parent := rs.run.Status, rs.run.ParentID
 	for level := 0; parent != "" && level <= maxDepth; level++ {
 		var p store.Run
 		for attempt := 0; attempt < 20; attempt++ {
@@ -135,17 +135,21 @@ func (e *Engine) wakeParent(ctx context.Context, rs *runState) {
 			if p.Status != store.StatusWaiting || childStatus == store.StatusWaiting {
 				break
 			}
-			var st State
-			_ = json.Unmarshal(p.State, &st)
-			if st.Wait == nil || st.Wait.Child != child {
+			// The parent waited for this child (its own step, or a step in
+			// one of its groups) unless it has open pauses of its own.
+			if own, err := e.store.OpenPauses(ctx, parent); err != nil || len(own) > 0 {
 				break
 			}
-			st.Wait.Until = e.now().UTC()
+			var st State
+			_ = json.Unmarshal(p.State, &st)
+			c := store.Commit{RunID: parent, Rev: p.Rev, Run: store.RunUpdate{Status: store.StatusRunning},
+				Events: []store.Event{{Type: EventRunContinued, At: e.now().UTC()}}}
+			if st.Wait != nil {
+				st.Wait.Until = e.now().UTC()
+				c.SetTimers = []store.Timer{{Key: st.Wait.StepKey, WakeAt: st.Wait.Until}}
+			}
 			state, _ := json.Marshal(st)
-			c := store.Commit{RunID: parent, Rev: p.Rev,
-				Run:       store.RunUpdate{Status: store.StatusRunning, State: state},
-				SetTimers: []store.Timer{{Key: st.Wait.StepKey, WakeAt: st.Wait.Until}},
-				Events:    []store.Event{{Type: EventRunContinued, StepID: st.Wait.StepKey, At: e.now().UTC()}}}
+			c.Run.State = state
 			res, err := e.store.Commit(ctx, c)
 			if errors.Is(err, store.ErrConflict) {
 				continue
@@ -161,6 +165,6 @@ func (e *Engine) wakeParent(ctx context.Context, rs *runState) {
 		if childStatus == store.StatusWaiting {
 			return // a pause climbs one level at a time, through each parent's driver
 		}
-		child, childStatus, parent = parent, p.Status, p.ParentID
+		childStatus, parent = p.Status, p.ParentID
 	}
 }

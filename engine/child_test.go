@@ -121,3 +121,52 @@ func TestRecursionIsBounded(t *testing.T) {
 		t.Fatalf("%s %s", r.Status, r.Error)
 	}
 }
+
+func TestSubWorkflowsInsideAForeach(t *testing.T) {
+	h := newHarness(t)
+	library(t, h, map[string]string{"child": childDoc, "asking": askingChild})
+	doc := `version: 1
+name: fan-out
+steps:
+  - id: each
+    foreach: ${{ [1, 2, 3, 4] }}
+    concurrency: 2
+    steps:
+      - id: call
+        workflow: child
+        with: {n: "${{ item }}"}
+  - id: who
+    parallel:
+      - {id: ask_child, workflow: asking}
+outputs:
+  doubled: '${{ map(steps.each.output, #.doubled) }}'
+  who: ${{ steps.ask_child.output.who }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		r, _ := h.store.GetRun(context.Background(), id)
+		return r.Status == store.StatusWaiting
+	})
+	p := h.pause(id)
+	if p.StepID != "who" {
+		t.Fatalf("pause %+v", p)
+	}
+	if _, err := h.eng.Continue(context.Background(), p.Token, "Grace"); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	out := outputs(t, r)
+	if fmt.Sprint(out["doubled"]) != "[2 4 6 8]" || out["who"] != "Grace" {
+		t.Fatalf("outputs %v", out)
+	}
+	kids, _, _ := h.store.ListRuns(context.Background(), store.RunFilter{ParentID: id})
+	if len(kids) != 5 {
+		t.Fatalf("%d child runs", len(kids))
+	}
+}

@@ -83,7 +83,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	s := rs.wf.Steps[rs.state.Cursor]
 	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC(), attempt: 1, iteration: 1}
 	if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
-		if e.now().Before(w.Until) && w.Child == "" {
+		if e.now().Before(w.Until) && w.Child == "" && w.Reason != "children" {
 			return errParked // woken too early (another process, a restart): the timer stays
 		}
 		sx.visit, sx.started, sx.attempt, sx.iteration, sx.wait = w.Visit, w.Started, max(w.Attempt, 1), max(w.Iteration, 1), w

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,11 +30,22 @@ var errBlocked = errors.New("blocked on a pause")
 func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
 	out, failure, err := e.runGroup(ctx, rs, sx.s, "", sx.visit, env)
 	if errors.Is(err, errBlocked) && failure == "" {
-		// Everything that could run has run; the rest waits for answers.
-		if rs.run.Status != store.StatusWaiting {
-			if err := e.commit(ctx, rs, store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting}}, rs.state); err != nil {
-				return err
+		// Everything that could run has run; the rest waits for answers or
+		// for sub-workflow runs.
+		if e.awaitsAnswer(ctx, rs) {
+			if rs.run.Status != store.StatusWaiting {
+				if err := e.commit(ctx, rs, store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting}}, rs.state); err != nil {
+					return err
+				}
 			}
+			return errParked
+		}
+		// Children are running: look again when one ends (they wake this
+		// run) or after a while (they may run in another process).
+		next := rs.state
+		next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "children", Until: e.now().UTC().Add(childPoll), Started: sx.started}
+		if err := e.commit(ctx, rs, store.Commit{}, next); err != nil {
+			return err
 		}
 		return errParked
 	}
@@ -263,6 +275,12 @@ func (e *Engine) instance(ctx context.Context, rs *runState, s *workflow.Step, k
 			r.Status, r.Error = "failed", rs.mask.Mask(expr.Text(msg))
 		case workflow.KindAsk, workflow.KindAgent:
 			return e.nestedPause(ctx, rs, sx, env)
+		case workflow.KindWorkflow:
+			r2, err := e.nestedChild(ctx, rs, sx, env)
+			if err != nil || r2.Status == statusBlocked {
+				return r2, err
+			}
+			r = r2
 		case workflow.KindParallel, workflow.KindForeach:
 			out, failure, err := e.runGroup(ctx, rs, s, key+".", visit, env)
 			if errors.Is(err, errBlocked) {
@@ -422,4 +440,64 @@ func (e *Engine) recordAnswered(ctx context.Context, rs *runState, sx *stepExec,
 		rs.record(sx.s.ID, r)
 	}
 	return nil
+}
+
+// awaitsAnswer reports whether the run, or one of its sub-workflow runs,
+// has an open pause.
+func (e *Engine) awaitsAnswer(ctx context.Context, rs *runState) bool {
+	ps, err := e.Pauses(ctx, rs.run.ID)
+	return err == nil && len(ps) > 0
+}
+
+// nestedChild runs a sub-workflow step inside a group: it starts the child
+// once (its id derived from the instance key) and is blocked until the
+// child ends.
+func (e *Engine) nestedChild(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (*result, error) {
+	id := childID(rs.run.ID, sx.key, sx.visit)
+	child, err := e.store.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		if rs.state.Depth+1 > maxDepth {
+			return &result{Status: "failed", Error: fmt.Sprintf("sub-workflows nest deeper than %d levels (recursion?)", maxDepth), Visit: sx.visit}, nil
+		}
+		if e.workflows == nil {
+			return &result{Status: "failed", Error: "this engine has no workflow library to find sub-workflows in", Visit: sx.visit}, nil
+		}
+		def, err := e.workflows(ctx, sx.s.Workflow)
+		if err != nil {
+			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err)), Visit: sx.visit}, nil
+		}
+		inputs := map[string]any{}
+		if sx.s.With != nil {
+			v, err := expr.RenderValue(sx.s.With, env)
+			if err != nil {
+				return &result{Status: "failed", Error: rs.mask.Mask("with: " + err.Error()), Visit: sx.visit}, nil
+			}
+			inputs, _ = v.(map[string]any)
+		}
+		_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
+			Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1})
+		if err != nil && !errors.Is(err, store.ErrExists) {
+			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err)), Visit: sx.visit}, nil
+		}
+		return &result{Status: statusBlocked}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch child.Status {
+	case store.StatusSucceeded:
+		var out any
+		_ = json.Unmarshal(child.Outputs, &out)
+		return &result{Status: "succeeded", Output: out, Visit: sx.visit, Attempts: 1}, nil
+	case store.StatusFailed, store.StatusCanceled:
+		return &result{Status: "failed", Error: fmt.Sprintf("sub-workflow %s %s: %s", sx.s.Workflow, child.Status, errorText(child.Error)), Visit: sx.visit}, nil
+	}
+	return &result{Status: statusBlocked}, nil
+}
+
+func errorText(raw json.RawMessage) string {
+	if m, ok := errorMessage(raw).(string); ok {
+		return m
+	}
+	return "no message"
 }

@@ -491,11 +491,15 @@ func (e *Engine) pauses(ctx context.Context, runID string, depth int) ([]Pause, 
 	if err != nil {
 		return nil, err
 	}
-	if len(ps) == 0 && depth < maxDepth {
-		if run, err := e.store.GetRun(ctx, runID); err == nil && run.Status == store.StatusWaiting {
-			var st State
-			if json.Unmarshal(run.State, &st) == nil && st.Wait != nil && st.Wait.Child != "" {
-				return e.pauses(ctx, st.Wait.Child, depth+1)
+	var inherited []Pause
+	if depth < maxDepth {
+		// Paused sub-workflow runs pause their parent too.
+		kids, _, err := e.store.ListRuns(ctx, store.RunFilter{ParentID: runID, Status: []string{store.StatusWaiting}, Limit: 1000})
+		if err == nil {
+			for i := len(kids) - 1; i >= 0; i-- {
+				if sub, err := e.pauses(ctx, kids[i].ID, depth+1); err == nil {
+					inherited = append(inherited, sub...)
+				}
 			}
 		}
 	}
@@ -508,7 +512,7 @@ func (e *Engine) pauses(ctx context.Context, runID string, depth int) ([]Pause, 
 		tok := e.signer.Sign(token.Claims{RunID: runID, StepKey: p.StepKey, Seq: p.Seq, Expires: p.ExpiresAt})
 		out = append(out, Pause{Request: req, RunID: runID, Seq: p.Seq, Token: tok, ExpiresAt: p.ExpiresAt})
 	}
-	return out, nil
+	return append(out, inherited...), nil
 }
 
 // Cancel stops a run: its open pause is closed and it is marked canceled.

@@ -189,7 +189,11 @@ func (c *checker) templates(p string, v any, sc *scope) {
 				off = se.Offset
 				err = fmt.Errorf("%s", se.Message)
 			}
-			c.add(Violation{Path: p, Pos: c.src.OffsetPos(p, off), Rule: RuleExpression, Message: err.Error()})
+			v := Violation{Path: p, Pos: c.src.OffsetPos(p, off), Rule: RuleExpression, Message: err.Error()}
+			if strings.Contains(v.Message, "unterminated") && c.src.Format == "yaml" {
+				v.Hint = "in YAML, ' #' starts a comment and ': ' a mapping: quote a value that holds them"
+			}
+			c.add(v)
 			return
 		}
 		for _, sg := range segs {
