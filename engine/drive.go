@@ -35,6 +35,7 @@ func (e *Engine) drive(ctx context.Context, runID string) {
 			return
 		}
 		if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
+			e.dropStaleTimers(ctx, rs)
 			return
 		}
 		err = e.advanceAll(ctx, rs)
@@ -489,4 +490,25 @@ func renderDuration(tmpl string, env map[string]any) (time.Duration, error) {
 		return 0, err
 	}
 	return workflow.ParseDuration(expr.Text(v))
+}
+
+// dropStaleTimers deletes the wake-ups of a run that no longer runs (a
+// canceled or paused run with sleeps inside a group), so the timer loop
+// does not keep waking it.
+func (e *Engine) dropStaleTimers(ctx context.Context, rs *runState) {
+	if rs.run.Status == store.StatusWaiting {
+		return // a waiting run's group may still hold sleeps that are due later
+	}
+	timers, err := e.store.Timers(ctx, rs.run.ID)
+	if err != nil || len(timers) == 0 {
+		return
+	}
+	keys := make([]string, len(timers))
+	for i, t := range timers {
+		keys[i] = t.Key
+	}
+	if rs.run.Status == store.StatusPaused {
+		return // kept for the resume, which re-arms the run's own wait
+	}
+	_, _ = e.store.Commit(ctx, store.Commit{RunID: rs.run.ID, Rev: rs.run.Rev, ClearTimers: keys})
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"strconv"
 	"sync"
+	"time"
 
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/store"
@@ -275,6 +276,12 @@ func (e *Engine) instance(ctx context.Context, rs *runState, s *workflow.Step, k
 			r.Status, r.Error = "failed", rs.mask.Mask(expr.Text(msg))
 		case workflow.KindAsk, workflow.KindAgent:
 			return e.nestedPause(ctx, rs, sx, env)
+		case workflow.KindSleep:
+			r2, err := e.nestedSleep(ctx, rs, sx, env)
+			if err != nil || r2.Status == statusBlocked {
+				return r2, err
+			}
+			r = r2
 		case workflow.KindWorkflow:
 			r2, err := e.nestedChild(ctx, rs, sx, env)
 			if err != nil || r2.Status == statusBlocked {
@@ -342,6 +349,9 @@ func (e *Engine) recordInstance(ctx context.Context, rs *runState, sx *stepExec,
 		data["error"] = r.Error
 	}
 	c := store.Commit{Steps: []store.Step{row}, Events: []store.Event{e.event(rs, typ, sx.s.ID, data, now)}}
+	if r.clearTimer != "" {
+		c.ClearTimers = []string{r.clearTimer}
+	}
 	if err := e.commit(ctx, rs, c, e.currentState(rs)); err != nil {
 		return err
 	}
@@ -500,4 +510,51 @@ func errorText(raw json.RawMessage) string {
 		return m
 	}
 	return "no message"
+}
+
+// nestedSleep is a durable sleep inside a group: its wake-up is a timer
+// keyed by the instance; until it is due the instance is blocked (and the
+// timer loop drives the run when it is).
+func (e *Engine) nestedSleep(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (*result, error) {
+	key := instanceKey(sx.key, sx.visit)
+	timers, err := e.store.Timers(ctx, rs.run.ID)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC()
+	for _, t := range timers {
+		if t.Key != key {
+			continue
+		}
+		if now.Before(t.WakeAt) {
+			return &result{Status: statusBlocked}, nil
+		}
+		return &result{Status: "succeeded", Output: map[string]any{"until": t.WakeAt.Format(time.RFC3339Nano)}, Visit: sx.visit, Attempts: 1, clearTimer: key}, nil
+	}
+	var until time.Time
+	if s := sx.s.Sleep; s.Until != "" {
+		v, err := expr.Render(s.Until, env)
+		if err == nil {
+			until, err = time.Parse(time.RFC3339, expr.Text(v))
+		}
+		if err != nil {
+			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("sleep until: %v", err)), Visit: sx.visit}, nil
+		}
+	} else {
+		d, err := renderDuration(s.Duration, env)
+		if err != nil {
+			return &result{Status: "failed", Error: rs.mask.Mask("sleep: " + err.Error()), Visit: sx.visit}, nil
+		}
+		until = now.Add(d)
+	}
+	if !until.After(now) {
+		return &result{Status: "succeeded", Output: map[string]any{"until": until.Format(time.RFC3339Nano)}, Visit: sx.visit, Attempts: 1}, nil
+	}
+	c := store.Commit{SetTimers: []store.Timer{{Key: key, WakeAt: until}},
+		Events: []store.Event{e.event(rs, EventStepSleeping, sx.s.ID, map[string]any{"key": sx.key, "until": until}, now)}}
+	if err := e.commit(ctx, rs, c, e.currentState(rs)); err != nil {
+		return nil, err
+	}
+	e.wakeTimers()
+	return &result{Status: statusBlocked}, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -354,5 +355,38 @@ outputs:
 	sizes, _ := out["sizes"].([]any)
 	if len(sizes) != 3 || sizes[0] != "web=m" || sizes[1] != "db=l" || sizes[2] != "cache=s" || out["fine"] != true {
 		t.Fatalf("outputs %v", out)
+	}
+}
+
+func TestSleepInsideAForeach(t *testing.T) {
+	h := newHarness(t)
+	doc := `version: 1
+name: staggered
+steps:
+  - id: each
+    foreach: ${{ [1, 2, 3] }}
+    concurrency: 3
+    steps:
+      - id: nap
+        sleep: "${{ string(item * 100) + 'ms' }}"
+      - id: done
+        uses: transform
+        with: {value: "${{ item }}"}
+outputs:
+  order: ${{ steps.each.output }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	if got := outputs(t, r)["order"]; fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("order %v", got)
+	}
+	if ts, _ := h.store.Timers(context.Background(), id); len(ts) != 0 {
+		t.Fatalf("timers left %+v", ts)
 	}
 }

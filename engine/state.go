@@ -60,6 +60,10 @@ type Wait struct {
 
 // result is what later steps see of a step: steps.<id>.{…}.
 type result struct {
+	// clearTimer is the nested wake-up to delete when recording (sleeps
+	// inside groups).
+	clearTimer string
+
 	Status   string
 	Output   any
 	Answer   any

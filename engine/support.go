@@ -19,7 +19,7 @@ func unsupported(wf *workflow.Workflow) []string {
 	for _, s := range wf.Steps {
 		for _, n := range nested(s) {
 			switch n.Kind() {
-			case workflow.KindUses, workflow.KindFail, workflow.KindParallel, workflow.KindForeach, workflow.KindAsk, workflow.KindAgent, workflow.KindWorkflow:
+			case workflow.KindUses, workflow.KindFail, workflow.KindParallel, workflow.KindForeach, workflow.KindAsk, workflow.KindAgent, workflow.KindWorkflow, workflow.KindSleep:
 			default:
 				add(n, n.Kind()+" steps inside a parallel group or foreach body")
 			}

@@ -264,6 +264,8 @@ type Store interface {
 	Answers(ctx context.Context, runID string) ([]Answer, error)
 	// DueTimers returns timers whose wake time is at or before now.
 	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
+	// Timers returns the timers of one run.
+	Timers(ctx context.Context, runID string) ([]Timer, error)
 	// NextTimer returns the earliest timer (ok false when there is none).
 	NextTimer(ctx context.Context) (Timer, bool, error)
 

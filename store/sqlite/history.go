@@ -181,3 +181,23 @@ func (s *Store) NextTimer(ctx context.Context) (store.Timer, bool, error) {
 	t.WakeAt = fromNanos(at)
 	return t, true, nil
 }
+
+// Timers returns a run's timers.
+func (s *Store) Timers(ctx context.Context, runID string) ([]store.Timer, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT key, wake_at FROM timers WHERE run_id = ? ORDER BY wake_at`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("timers of %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Timer
+	for rows.Next() {
+		t := store.Timer{RunID: runID}
+		var at int64
+		if err := rows.Scan(&t.Key, &at); err != nil {
+			return nil, fmt.Errorf("timers of %s: %w", runID, err)
+		}
+		t.WakeAt = fromNanos(at)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

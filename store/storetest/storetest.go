@@ -415,6 +415,9 @@ func testTimers(t *testing.T, s store.Store) {
 	if err != nil || !found || next.Key != "soon" || next.RunID != r.ID {
 		t.Fatalf("next timer %+v %v %v", next, found, err)
 	}
+	if ts := ok(s.Timers(ctx, r.ID))(t); len(ts) != 2 || ts[0].Key != "soon" {
+		t.Errorf("timers of the run %+v", ts)
+	}
 	due := ok(s.DueTimers(ctx, now, 10))(t)
 	if len(due) != 1 || due[0].Key != "soon" {
 		t.Errorf("due %+v", due)
