@@ -47,7 +47,7 @@ func (e *Engine) subWorkflow(ctx context.Context, rs *runState, sx *stepExec, en
 	if e.workflows == nil {
 		return e.stepFailed(ctx, rs, sx, "this engine has no workflow library to find sub-workflows in", true)
 	}
-	def, err := e.workflows(ctx, sx.s.Workflow)
+	def, err := e.workflows(ctx, sx.s.Workflow, rs.state.Dir)
 	if err != nil {
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err), false)
 	}
@@ -61,7 +61,7 @@ func (e *Engine) subWorkflow(ctx context.Context, rs *runState, sx *stepExec, en
 	}
 	id := childID(rs.run.ID, sx.key, sx.visit)
 	_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
-		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1})
+		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir})
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		var ee *Error
 		if errors.As(err, &ee) {

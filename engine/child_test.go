@@ -12,7 +12,7 @@ import (
 
 // library serves sub-workflows from documents.
 func library(t *testing.T, h *harness, docs map[string]string) {
-	h.eng.workflows = func(_ context.Context, name string) (*WorkflowDef, error) {
+	h.eng.workflows = func(_ context.Context, name, _ string) (*WorkflowDef, error) {
 		doc, ok := docs[name]
 		if !ok {
 			return nil, fmt.Errorf("no workflow %q", name)

@@ -151,7 +151,7 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 		return "", err
 	}
 	now := e.now().UTC()
-	state, _ := json.Marshal(State{Cursor: from, StartedAt: now, Depth: rs.state.Depth})
+	state, _ := json.Marshal(State{Cursor: from, StartedAt: now, Depth: rs.state.Depth, Dir: rs.state.Dir})
 	run := store.Run{ID: id.String(), Workflow: rs.run.Workflow, Version: rs.run.Version, Status: store.StatusRunning,
 		Inputs: stored, State: state, ParentID: rs.run.ParentID, CreatedAt: now}
 	events := []store.Event{e.event(rs, EventRunForked, fromStep, map[string]any{"from_run": runID, "from_step": fromStep, "reused_steps": len(copied)}, now),

@@ -49,9 +49,10 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Now returns the time (default time.Now).
 	Now func() time.Time
-	// Workflows finds the workflows that `workflow:` steps call (by
-	// library name). Without it, sub-workflow steps fail.
-	Workflows func(ctx context.Context, name string) (*WorkflowDef, error)
+	// Workflows finds the workflows that `workflow:` steps call, by name;
+	// dir is the directory of the calling workflow's file, when it was run
+	// from a file. Without it, sub-workflow steps fail.
+	Workflows func(ctx context.Context, name, dir string) (*WorkflowDef, error)
 }
 
 // WorkflowDef is a validated workflow ready to run.
@@ -59,6 +60,9 @@ type WorkflowDef struct {
 	Workflow   *workflow.Workflow
 	Version    string
 	Definition []byte
+	// Dir is the directory of the file it came from ("" for the library
+	// or inline definitions): its own sub-workflows are looked up there.
+	Dir string
 }
 
 // Engine executes runs.
@@ -74,7 +78,7 @@ type Engine struct {
 	now       func() time.Time
 	grace     time.Duration
 	bus       *bus
-	workflows func(ctx context.Context, name string) (*WorkflowDef, error)
+	workflows func(ctx context.Context, name, dir string) (*WorkflowDef, error)
 
 	defsMu  sync.Mutex
 	defs    map[string]*workflow.Workflow

@@ -210,3 +210,35 @@ on_failure:
 		t.Fatalf("open pauses after cancel: %+v", ps)
 	}
 }
+
+// TestRunErrorInsideOnFailure: on_failure hooks see the failure as
+// run.error, and a repeated step's attempts count its iterations.
+func TestRunErrorInsideOnFailure(t *testing.T) {
+	h := newHarness(t)
+	j := &journal{}
+	withAction(h, j)
+	doc := `version: 1
+name: report
+steps:
+  - id: poll
+    uses: noop
+    repeat: {until: "steps.poll.attempts >= 3", every: 10ms}
+  - id: broken
+    uses: record
+    with: {name: "x-${{ steps.poll.attempts }}", fail: true}
+on_failure:
+  - uses: record
+    with: {name: "report: ${{ run.error }}"}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusFailed {
+		t.Fatalf("status %s", r.Status)
+	}
+	if got := j.String(); got != "x-3! report: x-3 failed" {
+		t.Fatalf("journal %q", got)
+	}
+}

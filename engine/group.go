@@ -472,7 +472,7 @@ func (e *Engine) nestedChild(ctx context.Context, rs *runState, sx *stepExec, en
 		if e.workflows == nil {
 			return &result{Status: "failed", Error: "this engine has no workflow library to find sub-workflows in", Visit: sx.visit}, nil
 		}
-		def, err := e.workflows(ctx, sx.s.Workflow)
+		def, err := e.workflows(ctx, sx.s.Workflow, rs.state.Dir)
 		if err != nil {
 			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err)), Visit: sx.visit}, nil
 		}
@@ -485,7 +485,7 @@ func (e *Engine) nestedChild(ctx context.Context, rs *runState, sx *stepExec, en
 			inputs, _ = v.(map[string]any)
 		}
 		_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
-			Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1})
+			Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir})
 		if err != nil && !errors.Is(err, store.ErrExists) {
 			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err)), Visit: sx.visit}, nil
 		}

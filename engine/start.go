@@ -31,6 +31,8 @@ type StartRequest struct {
 	RunID string
 	// Depth is the nesting level of a sub-workflow run (0 for top level).
 	Depth int
+	// Dir is the directory of the workflow's file, if it came from one.
+	Dir string
 }
 
 // Start checks the inputs, records the run and starts executing it in the
@@ -71,7 +73,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		runID = id.String()
 	}
 	now := e.now().UTC()
-	state, _ := json.Marshal(State{StartedAt: now, Depth: req.Depth})
+	state, _ := json.Marshal(State{StartedAt: now, Depth: req.Depth, Dir: req.Dir})
 	created, _ := maskedJSON(mask, map[string]any{"workflow": wf.Name, "version": req.Version, "inputs": inputs, "parent_id": nilIfEmpty(req.ParentID)})
 	run := store.Run{ID: runID, Workflow: wf.Name, Version: req.Version, Status: store.StatusRunning,
 		Inputs: storedInputs, State: state, ParentID: req.ParentID, CreatedAt: now}

@@ -34,6 +34,10 @@ type State struct {
 	Final *Final `json:"final,omitempty"`
 	// Depth is how deep this run is nested in sub-workflows.
 	Depth int `json:"depth,omitempty"`
+	// Dir is the directory of the workflow file the run was started from:
+	// its sub-workflows may live there. Stored so that any process that
+	// resumes the run finds them.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.
@@ -232,9 +236,18 @@ func (rs *runState) env(lookup func(string) (string, bool)) map[string]any {
 		"run": map[string]any{
 			"id": rs.run.ID, "workflow": rs.run.Workflow, "version": rs.run.Version,
 			"started_at": rs.state.StartedAt.Format(time.RFC3339Nano), "status": rs.run.Status,
-			"error": errorMessage(rs.run.Error),
+			"error": rs.errorMessage(),
 		},
 	}
+}
+
+// errorMessage is run.error: the failure being finished (compensations,
+// on_failure hooks) or recorded.
+func (rs *runState) errorMessage() any {
+	if rs.state.Final != nil && len(rs.state.Final.Error) > 0 {
+		return errorMessage(rs.state.Final.Error)
+	}
+	return errorMessage(rs.run.Error)
 }
 
 func errorMessage(raw json.RawMessage) any {

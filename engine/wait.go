@@ -146,7 +146,7 @@ func (e *Engine) repeatOrFinish(ctx context.Context, rs *runState, sx *stepExec,
 		return e.stepFailed(ctx, rs, sx, "repeat until: "+err.Error(), false)
 	}
 	if done {
-		return e.succeedStep(ctx, rs, sx, &result{Output: output, Attempts: sx.attempt}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+		return e.succeedStep(ctx, rs, sx, &result{Output: output, Attempts: sx.iteration}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
 	}
 	if rp.MaxAttempts > 0 && sx.iteration >= rp.MaxAttempts {
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("repeat: the condition did not hold after %d attempts", sx.iteration), false)

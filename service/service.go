@@ -50,9 +50,6 @@ type Service struct {
 	Engine  *engine.Engine
 	Actions *action.Registry
 
-	// dir is the directory of the last workflow loaded by path: its
-	// siblings can be called as sub-workflows.
-	dir string
 }
 
 // Open opens the home directory, its database and an engine. It does not
@@ -142,10 +139,10 @@ func findSubWorkflow(h *home.Home, dir, name string) (string, error) {
 	return "", fmt.Errorf("no workflow named %q in the library%s: %w", name, map[bool]string{true: " or next to the calling file", false: ""}[dir != ""], home.ErrNotFound)
 }
 
-// subWorkflow loads the workflow a `workflow:` step calls. A child keeps the
-// directory of the workflow that was run, so examples can call siblings.
-func (s *Service) subWorkflow(_ context.Context, name string) (*engine.WorkflowDef, error) {
-	path, err := findSubWorkflow(s.Home, s.dir, name)
+// subWorkflow loads the workflow a `workflow:` step calls: from the
+// library, or from dir, the directory of the calling workflow's file.
+func (s *Service) subWorkflow(_ context.Context, name, dir string) (*engine.WorkflowDef, error) {
+	path, err := findSubWorkflow(s.Home, dir, name)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +154,7 @@ func (s *Service) subWorkflow(_ context.Context, name string) (*engine.WorkflowD
 	if err != nil {
 		return nil, err
 	}
-	return &engine.WorkflowDef{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition}, nil
+	return &engine.WorkflowDef{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Dir: absDir(path)}, nil
 }
 
 // LoadWorkflow finds a workflow by path or library name and validates it.
@@ -177,8 +174,7 @@ func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read workflow %s: %w", path, err)
 	}
-	s.dir = filepath.Dir(path)
-	l, err := s.parseIn(data, s.dir)
+	l, err := s.parseIn(data, filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +206,14 @@ func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
 // StartRun starts a run of a loaded workflow. A detached run is recorded
 // but not executed by this process.
 func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any, detached bool) (string, error) {
-	return s.Engine.Start(ctx, engine.StartRequest{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Inputs: inputs, Detached: detached})
+	dir := ""
+	if l.Path != "" {
+		// Absolute, so a process started elsewhere finds the siblings.
+		if abs, err := filepath.Abs(l.Path); err == nil {
+			dir = filepath.Dir(abs)
+		}
+	}
+	return s.Engine.Start(ctx, engine.StartRequest{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Inputs: inputs, Detached: detached, Dir: dir})
 }
 
 // Continue answers a pause.
@@ -269,4 +272,11 @@ func (s *Service) Definition(ctx context.Context, runID string) (*Loaded, error)
 		return nil, err
 	}
 	return &Loaded{Workflow: wf, Version: run.Version}, nil
+}
+
+func absDir(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return filepath.Dir(abs)
+	}
+	return filepath.Dir(path)
 }
