@@ -49,7 +49,6 @@ type Service struct {
 	Store   store.Store
 	Engine  *engine.Engine
 	Actions *action.Registry
-
 }
 
 // Open opens the home directory, its database and an engine. It does not
