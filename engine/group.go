@@ -143,28 +143,20 @@ func (e *Engine) runGroup(ctx context.Context, rs *runState, s *workflow.Step, p
 			defer wg.Done()
 			defer func() { <-sem }()
 			itemPrefix := prefix + s.ID + "[" + strconv.Itoa(i) + "]."
-			local := map[string]any{}
-			var last any
-			for _, b := range s.Steps {
-				ienv := rs.snapshot(env, local)
-				ienv["item"], ienv["index"] = item, i
-				r, err := e.instance(gctx, rs, b, itemPrefix+b.ID, visit, ienv)
-				if err != nil {
-					fail("", err)
-					return
-				}
-				if r.Status == statusBlocked {
-					block() // the rest of this item waits for the answer
-					return
-				}
-				local[b.ID] = r.env()
-				if r.Status == "failed" && !b.ContinueOnError {
-					fail(fmt.Sprintf("item %d: step %s failed: %s", i, b.ID, r.Error), nil)
-					return
-				}
-				if r.Status == "succeeded" {
-					last = r.Output
-				}
+			if visit > 1 {
+				itemPrefix = prefix + s.ID + "#" + strconv.Itoa(visit) + "[" + strconv.Itoa(i) + "]."
+			}
+			last, msg, err := e.runBody(gctx, rs, s.Steps, itemPrefix, env, item, i)
+			switch {
+			case errors.Is(err, errBlocked):
+				block() // the rest of this item waits
+				return
+			case err != nil:
+				fail("", err)
+				return
+			case msg != "":
+				fail(fmt.Sprintf("item %d: %s", i, msg), nil)
+				return
 			}
 			mu.Lock()
 			outs[i] = last
@@ -557,4 +549,90 @@ func (e *Engine) nestedSleep(ctx context.Context, rs *runState, sx *stepExec, en
 	}
 	e.wakeTimers()
 	return &result{Status: statusBlocked}, nil
+}
+
+// runBody runs one item of a foreach: its steps in order, following the
+// gotos of switch steps (each step's executions numbered by visit, so a
+// loop inside an item is checkpointed like one at the top level). It
+// returns the output of the last step that succeeded, or a failure.
+func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Step, prefix string, env map[string]any, item any, index int) (any, string, error) {
+	local := map[string]any{}
+	visits := map[string]int{}
+	var last any
+	for bi := 0; bi < len(body); {
+		b := body[bi]
+		visits[b.ID]++
+		v := visits[b.ID]
+		limit := b.MaxVisits
+		if limit == 0 {
+			limit = maxVisits
+		}
+		if v > limit {
+			return nil, fmt.Sprintf("step %s would run for the %d. time; its limit is %d (max_visits)", b.ID, v, limit), nil
+		}
+		ienv := rs.snapshot(env, local)
+		ienv["item"], ienv["index"] = item, index
+		var r *result
+		var err error
+		if b.Kind() == workflow.KindSwitch {
+			r, err = e.bodySwitch(ctx, rs, b, prefix+b.ID, v, ienv)
+		} else {
+			r, err = e.instance(ctx, rs, b, prefix+b.ID, v, ienv)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if r.Status == statusBlocked {
+			return nil, "", errBlocked
+		}
+		local[b.ID] = r.env()
+		if r.Status == "failed" && !b.ContinueOnError {
+			return nil, fmt.Sprintf("step %s failed: %s", b.ID, r.Error), nil
+		}
+		next := bi + 1
+		if b.Kind() == workflow.KindSwitch {
+			if target, _ := r.Output.(map[string]any)["goto"].(string); target != "" {
+				for j, t := range body {
+					if t.ID == target {
+						next = j
+					}
+				}
+			}
+		} else if r.Status == "succeeded" {
+			last = r.Output
+		}
+		bi = next
+	}
+	return last, "", nil
+}
+
+// bodySwitch evaluates (or replays) a switch inside a foreach body; its
+// output names the goto taken.
+func (e *Engine) bodySwitch(ctx context.Context, rs *runState, s *workflow.Step, key string, visit int, env map[string]any) (*result, error) {
+	rs.mu.Lock()
+	done, ok := rs.byKey[instanceKey(key, visit)]
+	rs.mu.Unlock()
+	if ok {
+		return done, nil
+	}
+	sx := &stepExec{s: s, key: key, visit: visit, started: e.now().UTC(), attempt: 1, iteration: 1}
+	r := &result{Status: "succeeded", Visit: visit, Attempts: 1, Output: map[string]any{"goto": nil}}
+	for i, c := range s.Switch {
+		if c.If != "" {
+			ok, err := condition(string(c.If), env)
+			if err != nil {
+				r = &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("case %d: %v", i+1, err)), Visit: visit}
+				break
+			}
+			if !ok {
+				continue
+			}
+		}
+		r.Output = map[string]any{"goto": c.Goto, "case": i}
+		break
+	}
+	if ctx.Err() != nil {
+		return nil, errInterrupted
+	}
+	return r, e.recordInstance(ctx, rs, sx, r)
 }

@@ -390,3 +390,64 @@ outputs:
 		t.Fatalf("timers left %+v", ts)
 	}
 }
+
+func TestLoopInsideAForeachBody(t *testing.T) {
+	h := newHarness(t)
+	j := &journal{}
+	withAction(h, j)
+	doc := `version: 1
+name: item-loops
+steps:
+  - id: each
+    foreach: ${{ ["a", "b"] }}
+    steps:
+      - id: try
+        uses: record
+        with: {name: "${{ item }}"}
+        max_visits: 3
+      - id: again
+        switch:
+          - if: ${{ steps.try.output.name == "a" && len(steps) > 0 && index == 0 }}
+            goto: count
+      - id: done
+        uses: transform
+        with: {value: "${{ item }} done"}
+      - id: stop
+        switch:
+          - goto: finish
+      - id: count
+        uses: record
+        with: {name: "loop-${{ item }}"}
+        max_visits: 2
+      - id: back
+        switch:
+          - goto: try
+      - id: finish
+        uses: transform
+        with: {value: "${{ item }} finished"}
+outputs:
+  items: ${{ steps.each.output }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	// Item a loops until count exceeds max_visits (2), then the item fails.
+	if r.Status != store.StatusFailed || !strings.Contains(string(r.Error), "item 0: step count would run for the 3. time") {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	if got := j.String(); !strings.HasPrefix(got, "a loop-a a loop-a a") {
+		t.Fatalf("journal %q", got)
+	}
+	rows, _ := h.store.Steps(context.Background(), id)
+	visits := map[string]int{}
+	for _, st := range rows {
+		if st.Key == "each[0].try" {
+			visits[st.Key] = max(visits[st.Key], st.Visit)
+		}
+	}
+	if visits["each[0].try"] != 3 {
+		t.Fatalf("try visits %v", visits)
+	}
+}

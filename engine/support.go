@@ -16,12 +16,10 @@ func unsupported(wf *workflow.Workflow) []string {
 	add := func(s *workflow.Step, what string) {
 		out = append(out, fmt.Sprintf("%s (step %s)", what, s.ID))
 	}
-	for _, s := range wf.Steps {
-		for _, n := range nested(s) {
-			switch n.Kind() {
-			case workflow.KindUses, workflow.KindFail, workflow.KindParallel, workflow.KindForeach, workflow.KindAsk, workflow.KindAgent, workflow.KindWorkflow, workflow.KindSleep:
-			default:
-				add(n, n.Kind()+" steps inside a parallel group or foreach body")
+	for _, s := range allSteps(wf.Steps) {
+		for _, b := range s.Parallel {
+			if b.Kind() == workflow.KindSwitch {
+				add(b, "a switch as a parallel branch (it has nowhere to go)")
 			}
 		}
 	}
