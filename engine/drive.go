@@ -34,6 +34,12 @@ func (e *Engine) drive(ctx context.Context, runID string) {
 			}
 			return
 		}
+		if rs.run.Status == store.StatusWaiting && !rs.state.Deadline.IsZero() && !e.now().Before(rs.state.Deadline) {
+			if err := e.expireWaiting(ctx, rs); err != nil && ctx.Err() == nil {
+				e.log.Error("expire run", "run_id", runID, "err", err)
+			}
+			continue // drive the failing run (compensation, hooks)
+		}
 		if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
 			e.dropStaleTimers(ctx, rs)
 			return
@@ -83,6 +89,12 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	}
 	s := rs.wf.Steps[rs.state.Cursor]
 	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC(), attempt: 1, iteration: 1}
+	if dl := rs.state.Deadline; !dl.IsZero() && !e.now().Before(dl) {
+		if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
+			sx.visit, sx.started = w.Visit, w.Started
+		}
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("the run passed its deadline (timeout %s)", rs.wf.Timeout), true)
+	}
 	if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
 		if e.now().Before(w.Until) && w.Child == "" && w.Reason != "children" {
 			return errParked // woken too early (another process, a restart): the timer stays
@@ -188,7 +200,13 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 		c.ClearTimers = append(c.ClearTimers, w.StepKey)
 	}
 	if next.Wait != nil {
+		if dl := next.Deadline; !dl.IsZero() && next.Wait.Until.After(dl) {
+			next.Wait.Until = dl // wake at the deadline to fail on time
+		}
 		c.SetTimers = append(c.SetTimers, store.Timer{Key: next.Wait.StepKey, WakeAt: next.Wait.Until})
+	}
+	if !next.Deadline.IsZero() && c.Run.Status == store.StatusWaiting {
+		c.SetTimers = append(c.SetTimers, store.Timer{Key: deadlineKey, WakeAt: next.Deadline})
 	}
 	state, err := json.Marshal(next)
 	if err != nil {
@@ -213,7 +231,7 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
 	}
 	e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
-	if next.Wait != nil {
+	if len(c.SetTimers) > 0 {
 		e.wakeTimers()
 	}
 	if c.Run.Status != "" && rs.run.ParentID != "" {
@@ -408,6 +426,11 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 		callCtx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
+	if dl := rs.state.Deadline; !dl.IsZero() {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithDeadline(callCtx, dl)
+		defer cancel()
+	}
 	e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: rs.run.Status})
 	out, err := act.Run(callCtx, actionCall(e, rs, sx, input))
 	if err != nil {
@@ -415,6 +438,9 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 			return errInterrupted // shutdown or cancel: nothing recorded, the step runs again
 		}
 		if callCtx.Err() == context.DeadlineExceeded {
+			if dl := rs.state.Deadline; !dl.IsZero() && !e.now().Before(dl) {
+				return e.stepFailed(ctx, rs, sx, fmt.Sprintf("the run passed its deadline (timeout %s)", rs.wf.Timeout), true)
+			}
 			err = fmt.Errorf("timed out after %s", s.Timeout)
 		}
 		if e.shouldRetry(s, sx, err) {
@@ -511,4 +537,25 @@ func (e *Engine) dropStaleTimers(ctx context.Context, rs *runState) {
 		return // kept for the resume, which re-arms the run's own wait
 	}
 	_, _ = e.store.Commit(ctx, store.Commit{RunID: rs.run.ID, Rev: rs.run.Rev, ClearTimers: keys})
+}
+
+// deadlineKey names the wake-up of a waiting run's deadline.
+const deadlineKey = "deadline"
+
+// expireWaiting ends the pauses of a run that waited past its deadline and
+// puts it back to running: its next advance fails it on the deadline.
+func (e *Engine) expireWaiting(ctx context.Context, rs *runState) error {
+	ps, err := e.store.OpenPauses(ctx, rs.run.ID)
+	if err != nil {
+		return err
+	}
+	now := e.now().UTC()
+	c := store.Commit{Run: store.RunUpdate{Status: store.StatusRunning}, ClearTimers: []string{deadlineKey},
+		Events: []store.Event{e.event(rs, "run.deadline", "", map[string]any{"deadline": rs.state.Deadline}, now)}}
+	for i, p := range ps {
+		if i == 0 {
+			c.ClosePause = &store.PauseClose{Seq: p.Seq, Status: store.PauseCanceled, At: now}
+		}
+	}
+	return e.commit(ctx, rs, c, rs.state)
 }

@@ -73,7 +73,13 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		runID = id.String()
 	}
 	now := e.now().UTC()
-	state, _ := json.Marshal(State{StartedAt: now, Depth: req.Depth, Dir: req.Dir})
+	st := State{StartedAt: now, Depth: req.Depth, Dir: req.Dir}
+	if wf.Timeout != "" {
+		if d, err := workflow.ParseDuration(wf.Timeout); err == nil {
+			st.Deadline = now.Add(d)
+		}
+	}
+	state, _ := json.Marshal(st)
 	created, _ := maskedJSON(mask, map[string]any{"workflow": wf.Name, "version": req.Version, "inputs": inputs, "parent_id": nilIfEmpty(req.ParentID)})
 	run := store.Run{ID: runID, Workflow: wf.Name, Version: req.Version, Status: store.StatusRunning,
 		Inputs: storedInputs, State: state, ParentID: req.ParentID, CreatedAt: now}

@@ -34,6 +34,9 @@ type State struct {
 	Final *Final `json:"final,omitempty"`
 	// Depth is how deep this run is nested in sub-workflows.
 	Depth int `json:"depth,omitempty"`
+	// Deadline is when the run must have finished (the workflow's
+	// timeout), zero for none.
+	Deadline time.Time `json:"deadline,omitempty"`
 	// Dir is the directory of the workflow file the run was started from:
 	// its sub-workflows may live there. Stored so that any process that
 	// resumes the run finds them.

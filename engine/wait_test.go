@@ -212,3 +212,27 @@ func TestCancelSleepingRunClearsItsTimer(t *testing.T) {
 		t.Error("the canceled run's timer is still there")
 	}
 }
+
+func TestRunDeadline(t *testing.T) {
+	h := newHarness(t)
+	for name, doc := range map[string]string{
+		"waiting":  "version: 1\nname: slow-answer\ntimeout: 300ms\nsteps:\n  - {id: q, ask: {prompt: 'Now?', type: boolean}}\n",
+		"sleeping": "version: 1\nname: long-nap\ntimeout: 300ms\nsteps:\n  - {id: nap, sleep: 1h}\n",
+		"working":  "version: 1\nname: long-step\ntimeout: 300ms\nsteps:\n  - {id: work, uses: noop, with: {delay: 1h}}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			id, err := h.start(doc, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool {
+				r, _ := h.store.GetRun(context.Background(), id)
+				return r.Status == store.StatusFailed
+			})
+			r, _ := h.store.GetRun(context.Background(), id)
+			if !strings.Contains(string(r.Error), "passed its deadline") {
+				t.Fatalf("error %s", r.Error)
+			}
+		})
+	}
+}

@@ -64,6 +64,13 @@ func (c *checker) run() {
 	c.collectHooks(c.wf.OnFailure)
 	c.names("inputs")
 	c.names("outputs")
+	if t := c.wf.Timeout; t != "" {
+		if expr.HasExpr(t) {
+			c.at("/timeout", RuleDuration, "the run's timeout is a literal duration, not a template", "")
+		} else if _, err := ParseDuration(t); err != nil {
+			c.at("/timeout", RuleDuration, err.Error(), "")
+		}
+	}
 	for _, name := range c.inputNames() {
 		c.input(name, c.wf.Inputs[name])
 	}

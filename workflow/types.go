@@ -7,17 +7,19 @@ import (
 
 // Workflow is a parsed workflow definition (language version 1).
 type Workflow struct {
-	Version     int               `json:"version"`
-	Name        string            `json:"name"`
-	Title       string            `json:"title,omitempty"`
-	Description string            `json:"description,omitempty"`
-	Tags        []string          `json:"tags,omitempty"`
-	Env         []string          `json:"env,omitempty"`
-	Inputs      map[string]*Input `json:"inputs,omitempty"`
-	Steps       []*Step           `json:"steps"`
-	Outputs     map[string]any    `json:"outputs,omitempty"`
-	OnSuccess   []*Hook           `json:"on_success,omitempty"`
-	OnFailure   []*Hook           `json:"on_failure,omitempty"`
+	Version     int      `json:"version"`
+	Name        string   `json:"name"`
+	Title       string   `json:"title,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	Env         []string `json:"env,omitempty"`
+	// Timeout is the run's deadline, from its start.
+	Timeout   string            `json:"timeout,omitempty"`
+	Inputs    map[string]*Input `json:"inputs,omitempty"`
+	Steps     []*Step           `json:"steps"`
+	Outputs   map[string]any    `json:"outputs,omitempty"`
+	OnSuccess []*Hook           `json:"on_success,omitempty"`
+	OnFailure []*Hook           `json:"on_failure,omitempty"`
 
 	// InputOrder lists the input names in the order they were written.
 	InputOrder []string `json:"-"`
