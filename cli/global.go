@@ -87,3 +87,14 @@ func describe(err error) *exitError {
 	}
 	return &exitError{code: ExitInvalid, msg: fmt.Sprint(err)}
 }
+
+// with opens the service for a command that neither runs actions nor
+// waits for Ctrl-C, and closes it after fn.
+func (g *globals) with(fn func(ctx context.Context, svc *service.Service) error) error {
+	svc, err := g.open(context.Background(), io.Discard)
+	if err != nil {
+		return err
+	}
+	defer svc.Close(context.Background())
+	return fn(context.Background(), svc)
+}

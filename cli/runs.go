@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -82,64 +83,64 @@ func newShowCmd(g *globals) *cobra.Command {
 		Short: "Show a run: status, inputs, outputs, its pause, and a timeline of steps and events",
 		Args:  exactArgs(1, "show: give one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, err := g.open(context.Background(), io.Discard)
-			if err != nil {
-				return err
-			}
-			defer svc.Close(context.Background())
-			ctx := context.Background()
-			v, err := svc.GetRun(ctx, args[0])
-			if err != nil {
-				return describe(err)
-			}
-			events, err := svc.Events(ctx, args[0], 0, 0)
-			if err != nil {
-				return describe(err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				evs := make([]map[string]any, len(events))
-				for i, e := range events {
-					m := map[string]any{"seq": e.Seq, "type": e.Type, "at": e.At}
-					if e.StepID != "" {
-						m["step_id"] = e.StepID
-					}
-					if len(e.Data) > 0 {
-						m["data"] = json.RawMessage(e.Data)
-					}
-					evs[i] = m
-				}
-				return writeJSON(out, map[string]any{"run": v, "events": evs})
-			}
-			printHuman(out, v)
-			fmt.Fprintf(out, "workflow: %s (%s)\ncreated: %s\n", v.Workflow, v.Version, v.CreatedAt.Local().Format(time.RFC3339))
-			if len(v.Inputs) > 0 {
-				b, _ := json.Marshal(v.Inputs)
-				fmt.Fprintf(out, "inputs: %s\n", b)
-			}
-			if v.ParentID != "" {
-				fmt.Fprintf(out, "parent run: %s\n", v.ParentID)
-			}
-			for _, c := range v.Children {
-				fmt.Fprintf(out, "child run: %s\n", c)
-			}
-			fmt.Fprintln(out, "timeline:")
-			start := v.CreatedAt
-			for _, e := range events {
-				line := fmt.Sprintf("  %8s  %-15s", "+"+e.At.Sub(start).Round(time.Millisecond).String(), e.Type)
-				if e.StepID != "" {
-					line += " " + e.StepID
-				}
-				if len(e.Data) > 0 && e.Type != "run.created" {
-					line += " " + string(e.Data)
-				}
-				fmt.Fprintln(out, line)
-			}
-			return nil
+			return g.with(func(ctx context.Context, svc *service.Service) error {
+				return show(ctx, cmd, svc, args[0], asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+func show(ctx context.Context, cmd *cobra.Command, svc *service.Service, id string, asJSON bool) error {
+	v, err := svc.GetRun(ctx, id)
+	if err != nil {
+		return describe(err)
+	}
+	events, err := svc.Events(ctx, id, 0, 0)
+	if err != nil {
+		return describe(err)
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		evs := make([]map[string]any, len(events))
+		for i, e := range events {
+			m := map[string]any{"seq": e.Seq, "type": e.Type, "at": e.At}
+			if e.StepID != "" {
+				m["step_id"] = e.StepID
+			}
+			if len(e.Data) > 0 {
+				m["data"] = json.RawMessage(e.Data)
+			}
+			evs[i] = m
+		}
+		return writeJSON(out, map[string]any{"run": v, "events": evs})
+	}
+	printHuman(out, v)
+	fmt.Fprintf(out, "workflow: %s (%s)\ncreated: %s\n", v.Workflow, v.Version, v.CreatedAt.Local().Format(time.RFC3339))
+	if len(v.Inputs) > 0 {
+		b, _ := json.Marshal(v.Inputs)
+		fmt.Fprintf(out, "inputs: %s\n", b)
+	}
+	if v.ParentID != "" {
+		fmt.Fprintf(out, "parent run: %s\n", v.ParentID)
+	}
+	for _, c := range v.Children {
+		fmt.Fprintf(out, "child run: %s\n", c)
+	}
+	fmt.Fprintln(out, "timeline:")
+	start := v.CreatedAt
+	for _, e := range events {
+		line := fmt.Sprintf("  %8s  %-15s", "+"+e.At.Sub(start).Round(time.Millisecond).String(), e.Type)
+		if e.StepID != "" {
+			line += " " + e.StepID
+		}
+		if len(e.Data) > 0 && e.Type != "run.created" {
+			line += " " + string(e.Data)
+		}
+		fmt.Fprintln(out, line)
+	}
+	return nil
 }
 
 func newCancelCmd(g *globals) *cobra.Command {
@@ -150,29 +151,29 @@ func newCancelCmd(g *globals) *cobra.Command {
 		Short: "Cancel a run",
 		Args:  exactArgs(1, "cancel: give one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, err := g.open(context.Background(), io.Discard)
-			if err != nil {
-				return err
-			}
-			defer svc.Close(context.Background())
-			ctx := context.Background()
-			if err := svc.Cancel(ctx, args[0], reason, compensate); err != nil {
-				return describe(err)
-			}
-			if compensate {
-				// This process compensates: wait until it is done.
-				st, err := svc.Wait(ctx, args[0], 0)
-				if err != nil {
-					return describe(err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s (compensated)\n", args[0], st)
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s: canceled\n", args[0])
-			return nil
+			return g.with(func(ctx context.Context, svc *service.Service) error {
+				return cancelRun(ctx, cmd, svc, args[0], reason, compensate)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the run's events)")
 	cmd.Flags().BoolVar(&compensate, "compensate", false, "run the compensations of completed steps (and on_failure hooks) first")
 	return cmd
+}
+
+func cancelRun(ctx context.Context, cmd *cobra.Command, svc *service.Service, id, reason string, compensate bool) error {
+	if err := svc.Cancel(ctx, id, reason, compensate); err != nil {
+		return describe(err)
+	}
+	if compensate {
+		// This process compensates: wait until it is done.
+		st, err := svc.Wait(ctx, id, 0)
+		if err != nil {
+			return describe(err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s (compensated)\n", id, st)
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "run %s: canceled\n", id)
+	return nil
 }
