@@ -552,10 +552,8 @@ func (e *Engine) expireWaiting(ctx context.Context, rs *runState) error {
 	now := e.now().UTC()
 	c := store.Commit{Run: store.RunUpdate{Status: store.StatusRunning}, ClearTimers: []string{deadlineKey},
 		Events: []store.Event{e.event(rs, "run.deadline", "", map[string]any{"deadline": rs.state.Deadline}, now)}}
-	for i, p := range ps {
-		if i == 0 {
-			c.ClosePause = &store.PauseClose{Seq: p.Seq, Status: store.PauseCanceled, At: now}
-		}
+	for _, p := range ps {
+		c.CancelPauses = append(c.CancelPauses, p.Seq)
 	}
 	return e.commit(ctx, rs, c, rs.state)
 }

@@ -451,3 +451,33 @@ outputs:
 		t.Fatalf("try visits %v", visits)
 	}
 }
+
+func TestCancelClosesEveryPause(t *testing.T) {
+	h := newHarness(t)
+	doc := `version: 1
+name: many-questions
+steps:
+  - id: each
+    foreach: ${{ [1, 2, 3] }}
+    concurrency: 3
+    steps:
+      - {id: q, ask: {prompt: "Item ${{ item }}?", type: boolean}}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		ps, _ := h.store.OpenPauses(context.Background(), id)
+		return len(ps) == 3
+	})
+	if err := h.eng.Cancel(context.Background(), id, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := h.store.OpenPauses(context.Background(), id); len(ps) != 0 {
+		t.Fatalf("%d pauses left open", len(ps))
+	}
+	if r := h.wait(id); r.Status != store.StatusCanceled {
+		t.Fatalf("status %s", r.Status)
+	}
+}

@@ -534,8 +534,10 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 		c := store.Commit{RunID: runID, Rev: run.Rev,
 			Run:    store.RunUpdate{Status: store.StatusCanceled, Error: errJSON, FinishedAt: now},
 			Events: []store.Event{{Type: EventRunCanceled, Data: data, At: now}}}
-		if ps, err := e.store.OpenPauses(ctx, runID); err == nil && len(ps) > 0 {
-			c.ClosePause = &store.PauseClose{Seq: ps[0].Seq, Status: store.PauseCanceled, At: now}
+		if ps, err := e.store.OpenPauses(ctx, runID); err == nil {
+			for _, p := range ps {
+				c.CancelPauses = append(c.CancelPauses, p.Seq)
+			}
 		}
 		var st State
 		if json.Unmarshal(run.State, &st) == nil && st.Wait != nil {
@@ -555,7 +557,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 			c.Events = []store.Event{{Type: EventRunCompensating, Data: data, At: now}}
 		}
 		res, err := e.store.Commit(ctx, c)
-		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed) {
+		if errors.Is(err, store.ErrConflict) {
 			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 			continue
 		}

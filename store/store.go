@@ -194,6 +194,9 @@ type Commit struct {
 	// ClosePause answers or cancels an open pause; if it is not open the
 	// commit fails with ErrPauseClosed and nothing is written.
 	ClosePause *PauseClose
+	// CancelPauses closes these open pauses (by sequence number) as
+	// canceled; pauses already closed are left as they are.
+	CancelPauses []int64
 	// Answer is recorded with a new, increasing ID.
 	Answer *Answer
 	// SetTimers and ClearTimers manage wake-ups (by Key).

@@ -56,6 +56,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 				return store.ErrPauseClosed
 			}
 		}
+		for _, seq := range c.CancelPauses {
+			if _, err := s.exec(ctx, tx, sqlClosePause, store.PauseCanceled, nil, nanos(now), c.RunID, seq); err != nil {
+				return fmt.Errorf("cancel pause %d: %w", seq, err)
+			}
+		}
 		if a := c.Answer; a != nil {
 			at := a.At
 			if at.IsZero() {

@@ -247,6 +247,17 @@ func testPauseLifecycle(t *testing.T, s store.Store) {
 	if answers := ok(s.Answers(ctx, r.ID))(t); len(answers) != 1 {
 		t.Errorf("a refused close recorded an answer: %+v", answers)
 	}
+	// Several pauses closed as canceled at once; a closed one stays closed.
+	cur := ok(s.GetRun(ctx, r.ID))(t)
+	res2 := ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: cur.Rev,
+		OpenPause: &store.Pause{Seq: 2, StepKey: "q2", Visit: 1, Kind: "question", Request: json.RawMessage(`{}`), ExpiresAt: time.Now().Add(time.Hour)}}))(t)
+	ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: res2.Rev, CancelPauses: []int64{1, 2}}))(t)
+	if p := ok(s.GetPause(ctx, r.ID, 1))(t); p.Status != store.PauseAnswered {
+		t.Errorf("an answered pause was canceled: %+v", p)
+	}
+	if p := ok(s.GetPause(ctx, r.ID, 2))(t); p.Status != store.PauseCanceled {
+		t.Errorf("pause 2: %+v", p)
+	}
 	if _, err := s.GetPause(ctx, r.ID, 9); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing pause: %v", err)
 	}
