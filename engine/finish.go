@@ -127,7 +127,8 @@ func (e *Engine) finish(ctx context.Context, rs *runState) error {
 // invoke runs a bare action (compensation, hook) with its retries, which
 // are not durable: the operation is recorded only when it ends, so after a
 // crash it simply runs again.
-func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with map[string]any, timeout string, retry *workflow.Retry, env map[string]any) (any, int, error) {
+// first is the number of the first attempt (for the idempotency key).
+func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with map[string]any, timeout string, retry *workflow.Retry, env map[string]any, first int) (any, int, error) {
 	if env == nil {
 		env = rs.env(e.lookupEnv)
 	}
@@ -143,13 +144,13 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with
 		}
 		input, _ = rendered.(map[string]any)
 	}
-	attempts := 1
+	attempts := first
 	if retry != nil {
 		attempts = retry.Attempts
 	}
 	sx := &stepExec{s: &workflow.Step{ID: id}, key: id, visit: 1, started: e.now().UTC()}
 	var lastErr error
-	for a := 1; a <= attempts; a++ {
+	for a := first; a <= attempts; a++ {
 		sx.attempt = a
 		callCtx, cancel := ctx, context.CancelFunc(func() {})
 		if timeout != "" {
@@ -183,7 +184,7 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with
 func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, comp *workflow.Action, key string) error {
 	started := e.now().UTC()
 	id := compensationID(d.stepID)
-	out, attempts, err := e.invoke(ctx, rs, id, comp.Uses, comp.With, comp.Timeout, comp.Retry, nil)
+	out, attempts, err := e.invoke(ctx, rs, id, comp.Uses, comp.With, comp.Timeout, comp.Retry, nil, 1)
 	if err == errInterrupted {
 		return errInterrupted
 	}
@@ -212,7 +213,7 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 			return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row}}, rs.state)
 		}
 	}
-	out, attempts, err := e.invoke(ctx, rs, id, h.Uses, h.With, h.Timeout, h.Retry, nil)
+	out, attempts, err := e.invoke(ctx, rs, id, h.Uses, h.With, h.Timeout, h.Retry, nil, 1)
 	if err == errInterrupted {
 		return errInterrupted
 	}

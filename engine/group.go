@@ -253,16 +253,11 @@ func (e *Engine) instance(ctx context.Context, rs *runState, s *workflow.Step, k
 	if r.Status == "" {
 		switch s.Kind() {
 		case workflow.KindUses:
-			out, attempts, err := e.invokeStep(ctx, rs, sx, env)
-			r.Attempts = attempts
-			if errors.Is(err, errInterrupted) {
-				return nil, err
+			r2, err := e.nestedAction(ctx, rs, sx, env)
+			if err != nil || r2.Status == statusBlocked {
+				return r2, err
 			}
-			if err != nil {
-				r.Status, r.Error = "failed", rs.mask.Mask(err.Error())
-			} else {
-				r.Status, r.Output = "succeeded", out
-			}
+			r = r2
 		case workflow.KindFail:
 			msg, _ := expr.Render(*s.Fail, env)
 			r.Status, r.Error = "failed", rs.mask.Mask(expr.Text(msg))
@@ -308,14 +303,60 @@ func (e *Engine) instance(ctx context.Context, rs *runState, s *workflow.Step, k
 	return r, nil
 }
 
-// invokeStep runs a nested uses step with its timeout and retries. Nested
-// retries wait in memory: the step is recorded only when it ends, so after
-// a crash it starts again from its first attempt.
-func (e *Engine) invokeStep(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (any, int, error) {
+// nestedAction runs one attempt of a uses step inside a group. A failed
+// attempt with retries left is recorded and waits for its backoff on a
+// durable wake-up of its own, as at the top level: the instance is blocked
+// until the timer loop drives the run again.
+func (e *Engine) nestedAction(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (*result, error) {
 	s := sx.s
+	k := instanceKey(sx.key, sx.visit)
+	timerKey := "retry:" + k
+	rs.mu.Lock()
+	sx.attempt = rs.failed[k] + 1
+	rs.mu.Unlock()
+	if sx.attempt > 1 {
+		timers, err := e.store.Timers(ctx, rs.run.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range timers {
+			if t.Key == timerKey && e.now().Before(t.WakeAt) {
+				return &result{Status: statusBlocked}, nil
+			}
+		}
+	}
 	e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: store.StatusRunning})
-	out, attempts, err := e.invoke(ctx, rs, sx.key, s.Uses, s.With, s.Timeout, s.Retry, env)
-	return out, attempts, err
+	out, _, err := e.invoke(ctx, rs, sx.key, s.Uses, s.With, s.Timeout, nil, env, sx.attempt)
+	if errors.Is(err, errInterrupted) {
+		return nil, err
+	}
+	r := &result{Visit: sx.visit, Attempts: sx.attempt, clearTimer: timerKey}
+	if err == nil {
+		r.Status, r.Output = "succeeded", out
+		return r, nil
+	}
+	if !e.shouldRetry(s, sx, err) {
+		r.Status, r.Error = "failed", rs.mask.Mask(err.Error())
+		return r, nil
+	}
+	if ctx.Err() != nil {
+		return nil, errInterrupted
+	}
+	now := e.now().UTC()
+	delay := backoff(s.Retry, sx.attempt, env)
+	msg := rs.mask.Mask(err.Error())
+	c := store.Commit{
+		Attempts:  []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: sx.attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
+		SetTimers: []store.Timer{{Key: timerKey, WakeAt: now.Add(delay)}},
+		Events:    []store.Event{e.event(rs, EventStepRetrying, s.ID, map[string]any{"key": sx.key, "attempt": sx.attempt, "error": msg, "delay_ms": delay.Milliseconds()}, now)},
+	}
+	if err := e.commit(ctx, rs, c, e.currentState(rs)); err != nil {
+		return nil, err
+	}
+	rs.mu.Lock()
+	rs.failed[k] = sx.attempt
+	rs.mu.Unlock()
+	return &result{Status: statusBlocked}, nil
 }
 
 // recordInstance commits a nested step's result without moving the cursor.

@@ -481,3 +481,61 @@ steps:
 		t.Fatalf("status %s", r.Status)
 	}
 }
+
+// TestRetriesInsideAGroupAreDurable: a failing attempt inside a foreach
+// waits for its backoff on a durable wake-up, and the attempts are counted
+// across a restart.
+func TestRetriesInsideAGroupAreDurable(t *testing.T) {
+	h := newHarness(t)
+	f := &flaky{calls: map[string]int{}}
+	withAction(h, f)
+	doc := `version: 1
+name: nested-retries
+steps:
+  - id: each
+    foreach: ${{ [1, 2] }}
+    concurrency: 2
+    steps:
+      - id: call
+        uses: flaky
+        with: {fails: 2}
+        retry: {attempts: 3, backoff: 300ms, max_backoff: 300ms}
+outputs:
+  calls: ${{ map(steps.each.output, .calls) }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		atts, _ := h.store.Attempts(context.Background(), id)
+		return len(atts) >= 2
+	})
+	// Restart while the retries wait.
+	h.close()
+	h.open()
+	withAction(h, f)
+	if _, err := h.eng.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	if got := fmt.Sprint(outputs(t, r)["calls"]); got != "[3 3]" {
+		t.Fatalf("calls %s", got)
+	}
+	atts, _ := h.store.Attempts(context.Background(), id)
+	failed := 0
+	for _, a := range atts {
+		if a.Status == "failed" {
+			failed++
+		}
+	}
+	if failed != 4 {
+		t.Fatalf("%d failed attempts recorded, want 4", failed)
+	}
+	if ts, _ := h.store.Timers(context.Background(), id); len(ts) != 0 {
+		t.Fatalf("timers left %+v", ts)
+	}
+}

@@ -117,6 +117,9 @@ type runState struct {
 	mu sync.Mutex
 	// open holds the open pauses of nested steps by key and visit.
 	open map[string]bool
+	// failed counts the failed attempts of nested steps by key and visit
+	// (their retries wait on durable wake-ups).
+	failed map[string]int
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
@@ -155,6 +158,15 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 	}
 	rs.byKey = map[string]*result{}
 	rs.open = map[string]bool{}
+	rs.failed = map[string]int{}
+	if atts, err := e.store.Attempts(ctx, id); err == nil {
+		for _, a := range atts {
+			if a.Status == "failed" {
+				k := instanceKey(a.Key, a.Visit)
+				rs.failed[k] = max(rs.failed[k], a.Attempt)
+			}
+		}
+	}
 	if ps, err := e.store.OpenPauses(ctx, id); err == nil {
 		for _, p := range ps {
 			rs.open[instanceKey(p.StepKey, p.Visit)] = true
