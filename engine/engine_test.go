@@ -66,7 +66,7 @@ func (h *harness) start(doc string, inputs map[string]any) (string, error) {
 
 func (h *harness) wait(id string) store.Run {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := h.eng.Wait(ctx, id); err != nil {
 		h.t.Fatal(err)
@@ -259,10 +259,10 @@ func containsBytes(b []byte, s string) bool {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
+			t.Fatal("condition not reached in 30s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
