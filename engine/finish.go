@@ -49,7 +49,7 @@ func (e *Engine) compensationOf(rs *runState, id string) *workflow.Action {
 		}
 		return nil
 	}
-	if s := findStep(rs.wf, id); s != nil {
+	if s := rs.wf.Step(id); s != nil {
 		return s.Compensate
 	}
 	return nil

@@ -421,7 +421,7 @@ func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, en
 			return &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}, e.recordInstance(ctx, rs, sx, &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit})
 		}
 		if answer, source, envRef, ok := e.autoAnswer(rs, sx, q, env); ok {
-			isSecret := askIsSecret(sx.s.Ask)
+			isSecret := sx.s.Ask.HasSecret()
 			if isSecret {
 				learn(rs.mask, answer)
 			}

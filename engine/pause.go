@@ -75,11 +75,11 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 		return e.stepFailed(ctx, rs, sx, err.Error(), false)
 	}
 	if answer, source, envRef, ok := e.autoAnswer(rs, sx, req, env); ok {
-		stored, err := e.storedValue(answer, askIsSecret(q), envRef)
+		stored, err := e.storedValue(answer, q.HasSecret(), envRef)
 		if err != nil {
 			return err
 		}
-		if askIsSecret(q) {
+		if q.HasSecret() {
 			learn(rs.mask, answer)
 		}
 		now := e.now().UTC()
@@ -326,7 +326,7 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	if err := json.Unmarshal(p.Request, &req); err != nil {
 		return res, fmt.Errorf("continue %s: request: %w", claims.RunID, err)
 	}
-	s := findStep(rs.wf, req.StepID)
+	s := rs.wf.Step(req.StepID)
 	if s == nil {
 		return res, fmt.Errorf("continue %s: step %q is not in the definition", claims.RunID, req.StepID)
 	}
@@ -338,7 +338,7 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	}
 	sx := &stepExec{s: s, key: p.StepKey, visit: p.Visit, started: p.CreatedAt, attempt: 1, iteration: 1}
 	now := e.now().UTC()
-	isSecret := s.Ask != nil && askIsSecret(s.Ask)
+	isSecret := s.Ask != nil && s.Ask.HasSecret()
 	stored, err := e.storedValue(value, isSecret, "")
 	if err != nil {
 		return res, err

@@ -111,14 +111,7 @@ func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map
 		}
 	}
 	sort.Strings(unknown)
-	declared := wf.InputOrder
-	if len(declared) != len(wf.Inputs) {
-		declared = declared[:0:0]
-		for n := range wf.Inputs {
-			declared = append(declared, n)
-		}
-		sort.Strings(declared)
-	}
+	declared := wf.InputNames()
 	for _, name := range unknown {
 		msg := fmt.Sprintf("workflow %s has no input %q", wf.Name, name)
 		if len(declared) > 0 {

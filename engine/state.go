@@ -149,7 +149,7 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 	if rs.inputs, err = e.openInputs(wf, run.Inputs, rs.mask); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
 	}
-	for _, s := range allSteps(wf.Steps) {
+	for _, s := range workflow.Flatten(wf.Steps) {
 		rs.steps[s.ID] = (&result{Status: "pending"}).env()
 	}
 	steps, err := e.store.Steps(ctx, id)
@@ -185,8 +185,8 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 		}
 		if len(st.Answer) > 0 {
 			secretStep := false
-			if s := findStep(wf, st.StepID); s != nil && s.Ask != nil {
-				secretStep = askIsSecret(s.Ask)
+			if s := wf.Step(st.StepID); s != nil && s.Ask != nil {
+				secretStep = s.Ask.HasSecret()
 			}
 			v, err := e.openValue(st.Answer, secretStep, rs.mask)
 			if err != nil {
@@ -300,7 +300,7 @@ func declaredEnv(wf *workflow.Workflow) []string {
 	for _, in := range wf.Inputs {
 		add(in.Env)
 	}
-	for _, s := range allSteps(wf.Steps) {
+	for _, s := range workflow.Flatten(wf.Steps) {
 		if s.Ask != nil {
 			add(s.Ask.Env)
 			for _, f := range s.Ask.Fields {
@@ -309,36 +309,4 @@ func declaredEnv(wf *workflow.Workflow) []string {
 		}
 	}
 	return names
-}
-
-// allSteps flattens nested step lists.
-func allSteps(steps []*workflow.Step) []*workflow.Step {
-	var out []*workflow.Step
-	for _, s := range steps {
-		out = append(out, s)
-		out = append(out, allSteps(s.Parallel)...)
-		out = append(out, allSteps(s.Steps)...)
-	}
-	return out
-}
-
-func findStep(wf *workflow.Workflow, id string) *workflow.Step {
-	for _, s := range allSteps(wf.Steps) {
-		if s.ID == id {
-			return s
-		}
-	}
-	return nil
-}
-
-func askIsSecret(a *workflow.Ask) bool {
-	if a.Secret {
-		return true
-	}
-	for _, f := range a.Fields {
-		if f.Secret {
-			return true
-		}
-	}
-	return false
 }

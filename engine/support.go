@@ -16,7 +16,7 @@ func unsupported(wf *workflow.Workflow) []string {
 	add := func(s *workflow.Step, what string) {
 		out = append(out, fmt.Sprintf("%s (step %s)", what, s.ID))
 	}
-	for _, s := range allSteps(wf.Steps) {
+	for _, s := range workflow.Flatten(wf.Steps) {
 		for _, b := range s.Parallel {
 			if b.Kind() == workflow.KindSwitch {
 				add(b, "a switch as a parallel branch (it has nowhere to go)")
@@ -35,5 +35,5 @@ func unsupportedError(wf *workflow.Workflow, what []string) *Error {
 // nested lists the steps inside a step's parallel branches and foreach
 // body, at any depth.
 func nested(s *workflow.Step) []*workflow.Step {
-	return append(allSteps(s.Parallel), allSteps(s.Steps)...)
+	return append(workflow.Flatten(s.Parallel), workflow.Flatten(s.Steps)...)
 }

@@ -69,10 +69,8 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		if len(st.Answer) > 0 {
 			secret := false
 			if wf != nil {
-				for _, step := range wf.Steps {
-					if step.ID == st.StepID && step.Ask != nil && (step.Ask.Secret || anySecretField(step.Ask.Fields)) {
-						secret = true
-					}
+				if step := wf.Step(st.StepID); step != nil && step.Ask != nil {
+					secret = step.Ask.HasSecret()
 				}
 			}
 			if secret {
@@ -94,15 +92,6 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		}
 	}
 	return v, nil
-}
-
-func anySecretField[T interface{ IsSecret() bool }](fields []T) bool {
-	for _, f := range fields {
-		if f.IsSecret() {
-			return true
-		}
-	}
-	return false
 }
 
 // summary is the part of a view that needs only the run row.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
-	"sort"
 	"strings"
 	"time"
 
@@ -81,17 +80,7 @@ func (c *checker) run() {
 	c.hooks(c.wf.OnFailure)
 }
 
-func (c *checker) inputNames() []string {
-	if len(c.wf.InputOrder) == len(c.wf.Inputs) {
-		return c.wf.InputOrder
-	}
-	names := make([]string, 0, len(c.wf.Inputs))
-	for n := range c.wf.Inputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c *checker) inputNames() []string { return c.wf.InputNames() }
 
 // collect records every step id, reporting duplicates anywhere in the
 // workflow (ids are global so that references are unambiguous).

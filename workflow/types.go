@@ -318,6 +318,3 @@ type Hook struct {
 	// Path is the JSON pointer of the hook in its document.
 	Path string `json:"-"`
 }
-
-// IsSecret reports whether the field's answer is secret.
-func (f *Field) IsSecret() bool { return f.Secret }
