@@ -41,36 +41,64 @@ func (e *Engine) subWorkflow(ctx context.Context, rs *runState, sx *stepExec, en
 	if w := sx.wait; w != nil && w.Child != "" {
 		return e.awaitChild(ctx, rs, sx, w.Child)
 	}
+	id, problem, fatal, err := e.startChild(ctx, rs, sx, env)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		return e.stepFailed(ctx, rs, sx, problem, fatal)
+	}
+	w := &Wait{Reason: "child", Child: id, Until: e.now().UTC().Add(childPoll)}
+	return e.park(ctx, rs, sx, w, EventChildStarted, map[string]any{"child_run_id": id, "workflow": sx.s.Workflow})
+}
+
+// startChild starts the child run of a workflow step (a start repeated
+// after a crash finds the child it started). A problem is a reason for the
+// step to fail; fatal ones (nesting too deep, no library) fail the run even
+// with continue_on_error.
+func (e *Engine) startChild(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (id, problem string, fatal bool, err error) {
 	if rs.state.Depth+1 > maxDepth {
-		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("sub-workflows nest deeper than %d levels (recursion?)", maxDepth), true)
+		return "", fmt.Sprintf("sub-workflows nest deeper than %d levels (recursion?)", maxDepth), true, nil
 	}
 	if e.workflows == nil {
-		return e.stepFailed(ctx, rs, sx, "this engine has no workflow library to find sub-workflows in", true)
+		return "", "this engine has no workflow library to find sub-workflows in", true, nil
 	}
 	def, err := e.workflows(ctx, sx.s.Workflow, rs.state.Dir)
 	if err != nil {
-		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err), false)
+		return "", rs.mask.Mask(fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err)), false, nil
 	}
 	inputs := map[string]any{}
 	if sx.s.With != nil {
 		v, err := expr.RenderValue(sx.s.With, env)
 		if err != nil {
-			return e.stepFailed(ctx, rs, sx, "with: "+err.Error(), false)
+			return "", rs.mask.Mask("with: " + err.Error()), false, nil
 		}
 		inputs, _ = v.(map[string]any)
 	}
-	id := childID(rs.run.ID, sx.key, sx.visit)
+	id = childID(rs.run.ID, sx.key, sx.visit)
 	_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
 		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir})
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		var ee *Error
 		if errors.As(err, &ee) {
-			return e.stepFailed(ctx, rs, sx, fmt.Sprintf("workflow %s: %s", sx.s.Workflow, ee.Error()), false)
+			return "", rs.mask.Mask(fmt.Sprintf("workflow %s: %s", sx.s.Workflow, ee.Error())), false, nil
 		}
-		return err
+		return "", "", false, err
 	}
-	w := &Wait{Reason: "child", Child: id, Until: e.now().UTC().Add(childPoll)}
-	return e.park(ctx, rs, sx, w, EventChildStarted, map[string]any{"child_run_id": id, "workflow": sx.s.Workflow})
+	return id, "", false, nil
+}
+
+// childOutcome reads a finished child: its outputs, or the reason the step
+// fails. done is false while the child has not finished.
+func childOutcome(child store.Run, workflowName string) (out any, problem string, done bool) {
+	switch child.Status {
+	case store.StatusSucceeded:
+		_ = json.Unmarshal(child.Outputs, &out)
+		return out, "", true
+	case store.StatusFailed, store.StatusCanceled:
+		return nil, fmt.Sprintf("sub-workflow %s %s: %s", workflowName, child.Status, errorText(child.Error)), true
+	}
+	return nil, "", false
 }
 
 // awaitChild looks at the child a parent waits for.
@@ -79,20 +107,13 @@ func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, chi
 	if err != nil {
 		return err
 	}
-	switch child.Status {
-	case store.StatusSucceeded:
-		var out any
-		_ = json.Unmarshal(child.Outputs, &out)
+	if out, problem, done := childOutcome(child, sx.s.Workflow); done {
+		if problem != "" {
+			return e.stepFailed(ctx, rs, sx, problem, false)
+		}
 		return e.succeedStep(ctx, rs, sx, &result{Output: out}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
-	case store.StatusFailed, store.StatusCanceled:
-		msg := child.Status
-		var ce struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(child.Error, &ce) == nil && ce.Message != "" {
-			msg = ce.Message
-		}
-		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("sub-workflow %s %s: %s", sx.s.Workflow, child.Status, msg), false)
+	}
+	switch child.Status {
 	case store.StatusWaiting:
 		// Surface the child's pause as the parent's.
 		if rs.run.Status != store.StatusWaiting {

@@ -522,8 +522,8 @@ func renderDuration(tmpl string, env map[string]any) (time.Duration, error) {
 // canceled or paused run with sleeps inside a group), so the timer loop
 // does not keep waking it.
 func (e *Engine) dropStaleTimers(ctx context.Context, rs *runState) {
-	if rs.run.Status == store.StatusWaiting {
-		return // a waiting run's group may still hold sleeps that are due later
+	if !store.Finished(rs.run.Status) {
+		return // a waiting run's group may hold later sleeps; a paused run's resume re-arms its wait
 	}
 	timers, err := e.store.Timers(ctx, rs.run.ID)
 	if err != nil || len(timers) == 0 {
@@ -532,9 +532,6 @@ func (e *Engine) dropStaleTimers(ctx context.Context, rs *runState) {
 	keys := make([]string, len(timers))
 	for i, t := range timers {
 		keys[i] = t.Key
-	}
-	if rs.run.Status == store.StatusPaused {
-		return // kept for the resume, which re-arms the run's own wait
 	}
 	_, _ = e.store.Commit(ctx, store.Commit{RunID: rs.run.ID, Rev: rs.run.Rev, ClearTimers: keys})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"stepwise.dev/stepwise/expr"
@@ -42,8 +43,8 @@ func (e *Engine) needsFinishing(rs *runState) bool {
 // compensationOf returns the compensate action of a step or on_success
 // hook id, if it has one.
 func (e *Engine) compensationOf(rs *runState, id string) *workflow.Action {
-	if len(id) > len(phaseOnSuccess)+1 && id[:len(phaseOnSuccess)+1] == phaseOnSuccess+":" {
-		i, err := strconv.Atoi(id[len(phaseOnSuccess)+1:])
+	if n, ok := strings.CutPrefix(id, phaseOnSuccess+":"); ok {
+		i, err := strconv.Atoi(n)
 		if err == nil && i < len(rs.wf.OnSuccess) {
 			return rs.wf.OnSuccess[i].Compensate
 		}

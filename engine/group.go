@@ -418,7 +418,8 @@ func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, en
 	if sx.s.Ask != nil {
 		q, err := e.questionRequest(ctx, rs, sx, env)
 		if err != nil {
-			return &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}, e.recordInstance(ctx, rs, sx, &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit})
+			r := &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}
+			return r, e.recordInstance(ctx, rs, sx, r)
 		}
 		if answer, source, envRef, ok := e.autoAnswer(rs, sx, q, env); ok {
 			isSecret := sx.s.Ask.HasSecret()
@@ -435,19 +436,10 @@ func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, en
 		}
 		req = q
 	} else {
-		a := sx.s.Agent
-		req = Request{Kind: KindAgent, StepID: sx.s.ID, Title: sx.s.Title, Persona: a.Persona, OutputSchema: a.OutputSchema}
-		ins, err := expr.Render(a.Instructions, env)
-		if err != nil {
-			r := &result{Status: "failed", Error: rs.mask.Mask("instructions: " + err.Error()), Visit: sx.visit}
+		var err error
+		if req, err = agentRequest(sx.s, env); err != nil {
+			r := &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}
 			return r, e.recordInstance(ctx, rs, sx, r)
-		}
-		req.Instructions = expr.Text(ins)
-		if a.Context != nil {
-			if req.Context, err = expr.RenderValue(a.Context, env); err != nil {
-				r := &result{Status: "failed", Error: rs.mask.Mask("context: " + err.Error()), Visit: sx.visit}
-				return r, e.recordInstance(ctx, rs, sx, r)
-			}
 		}
 	}
 	body, err := maskedJSON(rs.mask, req)
@@ -496,46 +488,28 @@ func (e *Engine) awaitsAnswer(ctx context.Context, rs *runState) bool {
 // once (its id derived from the instance key) and is blocked until the
 // child ends.
 func (e *Engine) nestedChild(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) (*result, error) {
-	id := childID(rs.run.ID, sx.key, sx.visit)
-	child, err := e.store.GetRun(ctx, id)
+	child, err := e.store.GetRun(ctx, childID(rs.run.ID, sx.key, sx.visit))
 	if errors.Is(err, store.ErrNotFound) {
-		if rs.state.Depth+1 > maxDepth {
-			return &result{Status: "failed", Error: fmt.Sprintf("sub-workflows nest deeper than %d levels (recursion?)", maxDepth), Visit: sx.visit}, nil
-		}
-		if e.workflows == nil {
-			return &result{Status: "failed", Error: "this engine has no workflow library to find sub-workflows in", Visit: sx.visit}, nil
-		}
-		def, err := e.workflows(ctx, sx.s.Workflow, rs.state.Dir)
+		_, problem, _, err := e.startChild(ctx, rs, sx, env)
 		if err != nil {
-			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err)), Visit: sx.visit}, nil
+			return nil, err
 		}
-		inputs := map[string]any{}
-		if sx.s.With != nil {
-			v, err := expr.RenderValue(sx.s.With, env)
-			if err != nil {
-				return &result{Status: "failed", Error: rs.mask.Mask("with: " + err.Error()), Visit: sx.visit}, nil
-			}
-			inputs, _ = v.(map[string]any)
-		}
-		_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
-			Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir})
-		if err != nil && !errors.Is(err, store.ErrExists) {
-			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("workflow %s: %v", sx.s.Workflow, err)), Visit: sx.visit}, nil
+		if problem != "" {
+			return &result{Status: "failed", Error: problem, Visit: sx.visit}, nil
 		}
 		return &result{Status: statusBlocked}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	switch child.Status {
-	case store.StatusSucceeded:
-		var out any
-		_ = json.Unmarshal(child.Outputs, &out)
-		return &result{Status: "succeeded", Output: out, Visit: sx.visit, Attempts: 1}, nil
-	case store.StatusFailed, store.StatusCanceled:
-		return &result{Status: "failed", Error: fmt.Sprintf("sub-workflow %s %s: %s", sx.s.Workflow, child.Status, errorText(child.Error)), Visit: sx.visit}, nil
+	out, problem, done := childOutcome(child, sx.s.Workflow)
+	switch {
+	case !done:
+		return &result{Status: statusBlocked}, nil
+	case problem != "":
+		return &result{Status: "failed", Error: problem, Visit: sx.visit}, nil
 	}
-	return &result{Status: statusBlocked}, nil
+	return &result{Status: "succeeded", Output: out, Visit: sx.visit, Attempts: 1}, nil
 }
 
 func errorText(raw json.RawMessage) string {
@@ -564,21 +538,9 @@ func (e *Engine) nestedSleep(ctx context.Context, rs *runState, sx *stepExec, en
 		}
 		return &result{Status: "succeeded", Output: map[string]any{"until": t.WakeAt.Format(time.RFC3339Nano)}, Visit: sx.visit, Attempts: 1, clearTimer: key}, nil
 	}
-	var until time.Time
-	if s := sx.s.Sleep; s.Until != "" {
-		v, err := expr.Render(s.Until, env)
-		if err == nil {
-			until, err = time.Parse(time.RFC3339, expr.Text(v))
-		}
-		if err != nil {
-			return &result{Status: "failed", Error: rs.mask.Mask(fmt.Sprintf("sleep until: %v", err)), Visit: sx.visit}, nil
-		}
-	} else {
-		d, err := renderDuration(s.Duration, env)
-		if err != nil {
-			return &result{Status: "failed", Error: rs.mask.Mask("sleep: " + err.Error()), Visit: sx.visit}, nil
-		}
-		until = now.Add(d)
+	until, err := sleepUntil(sx.s.Sleep, env, now)
+	if err != nil {
+		return &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}, nil
 	}
 	if !until.After(now) {
 		return &result{Status: "succeeded", Output: map[string]any{"until": until.Format(time.RFC3339Nano)}, Visit: sx.visit, Attempts: 1}, nil

@@ -91,11 +91,20 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 
 // agent executes an agent step: the run pauses with the instructions.
 func (e *Engine) agent(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
-	a := sx.s.Agent
-	req := Request{Kind: KindAgent, StepID: sx.s.ID, Title: sx.s.Title, Persona: a.Persona, OutputSchema: a.OutputSchema}
+	req, err := agentRequest(sx.s, env)
+	if err != nil {
+		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+	}
+	return e.openPause(ctx, rs, sx, req)
+}
+
+// agentRequest renders what an agent step asks for.
+func agentRequest(s *workflow.Step, env map[string]any) (Request, error) {
+	a := s.Agent
+	req := Request{Kind: KindAgent, StepID: s.ID, Title: s.Title, Persona: a.Persona, OutputSchema: a.OutputSchema}
 	ins, err := expr.Render(a.Instructions, env)
 	if err != nil {
-		return e.stepFailed(ctx, rs, sx, "instructions: "+err.Error(), false)
+		return req, fmt.Errorf("instructions: %w", err)
 	}
 	req.Instructions = expr.Text(ins)
 	if p, err := expr.Render(a.Persona, env); err == nil {
@@ -103,10 +112,10 @@ func (e *Engine) agent(ctx context.Context, rs *runState, sx *stepExec, env map[
 	}
 	if a.Context != nil {
 		if req.Context, err = expr.RenderValue(a.Context, env); err != nil {
-			return e.stepFailed(ctx, rs, sx, "context: "+err.Error(), false)
+			return req, fmt.Errorf("context: %w", err)
 		}
 	}
-	return e.openPause(ctx, rs, sx, req)
+	return req, nil
 }
 
 func (e *Engine) openPause(ctx context.Context, rs *runState, sx *stepExec, req Request) error {
@@ -362,7 +371,10 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 			e.event(rs, EventStepAnswered, s.ID, map[string]any{"source": "continue", "visit": p.Visit}, now)},
 	}
 	var answerID int64
-	if nested := p.StepKey != s.ID || s.Parallel != nil || (rs.state.Cursor < len(rs.wf.Steps) && rs.wf.Steps[rs.state.Cursor].ID != s.ID); nested {
+	// A top-level question is the step at the cursor, keyed by its id;
+	// anything else is inside a group.
+	atCursor := rs.state.Cursor < len(rs.wf.Steps) && rs.wf.Steps[rs.state.Cursor] == s
+	if nested := p.StepKey != s.ID || !atCursor; nested {
 		// A question inside a group: record the instance; the group goes on
 		// when the run is driven again (other pauses may remain open).
 		err = e.continueNested(ctx, rs, sx, r, c, stored, isSecret)

@@ -34,28 +34,34 @@ func (e *Engine) sleep(ctx context.Context, rs *runState, sx *stepExec, env map[
 		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"until": w.Until.Format(time.RFC3339Nano)}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
 	}
 	now := e.now().UTC()
-	var until time.Time
-	if s := sx.s.Sleep; s.Until != "" {
-		v, err := expr.Render(s.Until, env)
-		if err != nil {
-			return e.stepFailed(ctx, rs, sx, "sleep until: "+err.Error(), false)
-		}
-		t, err := time.Parse(time.RFC3339, expr.Text(v))
-		if err != nil {
-			return e.stepFailed(ctx, rs, sx, fmt.Sprintf("sleep until: %q is not an RFC 3339 time", expr.Text(v)), false)
-		}
-		until = t.UTC()
-	} else {
-		d, err := renderDuration(s.Duration, env)
-		if err != nil {
-			return e.stepFailed(ctx, rs, sx, "sleep: "+err.Error(), false)
-		}
-		until = now.Add(d)
+	until, err := sleepUntil(sx.s.Sleep, env, now)
+	if err != nil {
+		return e.stepFailed(ctx, rs, sx, err.Error(), false)
 	}
 	if !until.After(now) {
 		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"until": until.Format(time.RFC3339Nano)}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
 	}
 	return e.park(ctx, rs, sx, &Wait{Reason: "sleep", Until: until}, EventStepSleeping, map[string]any{"until": until})
+}
+
+// sleepUntil is when a sleep ends: its `until`, or now plus its duration.
+func sleepUntil(s *workflow.Sleep, env map[string]any, now time.Time) (time.Time, error) {
+	if s.Until != "" {
+		v, err := expr.Render(s.Until, env)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("sleep until: %w", err)
+		}
+		t, err := time.Parse(time.RFC3339, expr.Text(v))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("sleep until: %q is not an RFC 3339 time", expr.Text(v))
+		}
+		return t.UTC(), nil
+	}
+	d, err := renderDuration(s.Duration, env)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sleep: %w", err)
+	}
+	return now.Add(d), nil
 }
 
 // park commits a durable wait for the step at the cursor.
