@@ -250,12 +250,9 @@ func resumeAll(cmd *cobra.Command, g *globals) error {
 	}
 }
 
-func actionOutput(cmd *cobra.Command, o *runOptions) io.Writer {
-	if o.asJSON {
-		return cmd.ErrOrStderr()
-	}
-	return cmd.ErrOrStderr()
-}
+// actionOutput is where actions' free-form output goes: stderr, so that
+// stdout carries only the result (and --json stays parseable).
+func actionOutput(cmd *cobra.Command, _ *runOptions) io.Writer { return cmd.ErrOrStderr() }
 
 // follow drives a run to its end in this process: it waits while the run
 // executes, answers its pauses (answers file, then the terminal), and

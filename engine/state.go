@@ -159,18 +159,11 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 	rs.byKey = map[string]*result{}
 	rs.open = map[string]bool{}
 	rs.failed = map[string]int{}
-	if atts, err := e.store.Attempts(ctx, id); err == nil {
-		for _, a := range atts {
-			if a.Status == "failed" {
-				k := instanceKey(a.Key, a.Visit)
-				rs.failed[k] = max(rs.failed[k], a.Attempt)
-			}
-		}
-	}
-	if ps, err := e.store.OpenPauses(ctx, id); err == nil {
-		for _, p := range ps {
-			rs.open[instanceKey(p.StepKey, p.Visit)] = true
-		}
+	if hasGroups(wf) {
+		// Only steps inside groups keep progress in attempts and pauses
+		// (top-level ones keep it in the state): read them only then, not on
+		// every load (every Continue loads the run).
+		e.loadNested(ctx, rs)
 	}
 	for _, st := range steps {
 		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
@@ -309,4 +302,32 @@ func declaredEnv(wf *workflow.Workflow) []string {
 		}
 	}
 	return names
+}
+
+// loadNested reads what steps inside groups need: failed attempts (their
+// retries) and open pauses.
+func (e *Engine) loadNested(ctx context.Context, rs *runState) {
+	if atts, err := e.store.Attempts(ctx, rs.run.ID); err == nil {
+		for _, a := range atts {
+			if a.Status == "failed" {
+				k := instanceKey(a.Key, a.Visit)
+				rs.failed[k] = max(rs.failed[k], a.Attempt)
+			}
+		}
+	}
+	if ps, err := e.store.OpenPauses(ctx, rs.run.ID); err == nil {
+		for _, p := range ps {
+			rs.open[instanceKey(p.StepKey, p.Visit)] = true
+		}
+	}
+}
+
+// hasGroups reports whether a workflow has parallel or foreach steps.
+func hasGroups(wf *workflow.Workflow) bool {
+	for _, s := range wf.Steps {
+		if s.Parallel != nil || s.Steps != nil {
+			return true
+		}
+	}
+	return false
 }
