@@ -225,29 +225,14 @@ func resumeAll(cmd *cobra.Command, g *globals) error {
 		return err
 	}
 	defer svc.Close(context.Background())
-	for {
-		ids, err := svc.Store.RunIDsByStatus(ctx, store.StatusRunning, store.StatusPending)
-		if err != nil {
-			return describe(err)
+	if err := svc.DriveAll(ctx); err != nil {
+		if interrupted() {
+			return &exitError{code: ExitInterrupted, msg: "interrupted; the runs stay resumable"}
 		}
-		if len(ids) == 0 {
-			fmt.Fprintln(cmd.ErrOrStderr(), "no run is running")
-			return nil
-		}
-		for _, id := range ids {
-			if _, err := svc.Resume(ctx, id); err != nil {
-				return describe(err)
-			}
-		}
-		for _, id := range ids {
-			if _, err := svc.Wait(ctx, id, 0); err != nil {
-				if interrupted() {
-					return &exitError{code: ExitInterrupted, msg: "interrupted; the runs stay resumable"}
-				}
-				return describe(err)
-			}
-		}
+		return describe(err)
 	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "no run is running")
+	return nil
 }
 
 // actionOutput is where actions' free-form output goes: stderr, so that

@@ -279,3 +279,28 @@ func absDir(path string) string {
 	}
 	return filepath.Dir(path)
 }
+
+// DriveAll drives every interrupted (running or pending) run of the home in
+// this process until none is running — recovery as a one-shot command.
+// Runs that pause or finish stop counting; it returns when none is left.
+func (s *Service) DriveAll(ctx context.Context) error {
+	for {
+		ids, err := s.Store.RunIDsByStatus(ctx, store.StatusRunning, store.StatusPending)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		for _, id := range ids {
+			if _, err := s.Resume(ctx, id); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			if _, err := s.Wait(ctx, id, 0); err != nil {
+				return err
+			}
+		}
+	}
+}
