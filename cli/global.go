@@ -46,7 +46,19 @@ func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Se
 	if actionOutput == nil {
 		actionOutput = io.Discard
 	}
-	svc, err := service.Open(ctx, service.Options{Home: g.home, Durability: g.durability, ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second, TokenTTL: g.tokenTTL})
+	return g.openWith(ctx, service.Options{ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second})
+}
+
+// openWith opens the service with the global flags applied to opts.
+func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.Service, error) {
+	if g.durability != sqlite.Full && g.durability != sqlite.Normal {
+		return nil, usageErr("--durability %q: use full or normal", g.durability)
+	}
+	if g.tokenTTL <= 0 {
+		return nil, usageErr("--token-ttl must be positive")
+	}
+	opts.Home, opts.Durability, opts.TokenTTL = g.home, g.durability, g.tokenTTL
+	svc, err := service.Open(ctx, opts)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, msg: err.Error()}
 	}

@@ -52,7 +52,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
 	g.register(root)
 	root.AddCommand(newValidateCmd(), newSchemaCmd(), newRunCmd(g), newResumeCmd(g), newRunsCmd(g), newShowCmd(g), newCancelCmd(g),
-		newRetryCmd(g), newForkCmd(g), newPauseCmd(g))
+		newRetryCmd(g), newForkCmd(g), newPauseCmd(g), newServeCmd(g))
 	return root
 }
 

@@ -20,6 +20,7 @@ const (
 	CodeRunFinished      = "RUN_FINISHED"
 	CodeRunNotWaiting    = "RUN_NOT_WAITING"
 	CodeShuttingDown     = "SHUTTING_DOWN"
+	CodeSecretInClear    = "SECRET_IN_CLEAR"
 )
 
 // Categories group error codes (validation | not_found | conflict |

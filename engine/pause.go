@@ -287,6 +287,20 @@ type ContinueResult struct {
 // usable. A valid value is committed and the run resumes. A token is
 // consumed by exactly one successful Continue.
 func (e *Engine) Continue(ctx context.Context, tok string, value any) (ContinueResult, error) {
+	return e.ContinueWith(ctx, tok, value, ContinueOptions{})
+}
+
+// ContinueOptions say how an answer reached the engine.
+type ContinueOptions struct {
+	// ViaAgent: the value passed through an agent, where a language model
+	// sees it. A secret question (or a form's secret field) then accepts
+	// only an environment reference "$NAME", read from the server's
+	// environment; a value in clear is refused and changes nothing.
+	ViaAgent bool
+}
+
+// ContinueWith is Continue with options.
+func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts ContinueOptions) (ContinueResult, error) {
 	claims, err := e.signer.Verify(tok, e.now())
 	switch {
 	case errors.Is(err, token.ErrExpired):
@@ -297,7 +311,7 @@ func (e *Engine) Continue(ctx context.Context, tok string, value any) (ContinueR
 			Suggestion: "use the token exactly as returned with the pause"}
 	}
 	for attempt := 0; ; attempt++ {
-		res, err := e.continueOnce(ctx, claims, value)
+		res, err := e.continueOnce(ctx, claims, value, opts)
 		if errors.Is(err, store.ErrConflict) && attempt < 10 {
 			continue // the run moved (e.g. its driver committed); re-read and re-check
 		}
@@ -305,7 +319,7 @@ func (e *Engine) Continue(ctx context.Context, tok string, value any) (ContinueR
 	}
 }
 
-func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value any) (ContinueResult, error) {
+func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value any, copts ContinueOptions) (ContinueResult, error) {
 	res := ContinueResult{RunID: claims.RunID, StepID: claims.StepKey}
 	p, err := e.store.GetPause(ctx, claims.RunID, claims.Seq)
 	if err != nil {
@@ -340,6 +354,14 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 		return res, fmt.Errorf("continue %s: step %q is not in the definition", claims.RunID, req.StepID)
 	}
 	value = normalizeValue(value)
+	if copts.ViaAgent && s.Ask != nil && s.Ask.HasSecret() {
+		var vs []workflow.Violation
+		if value, vs = e.agentSecret(req, value); len(vs) > 0 {
+			return res, &Error{Code: CodeSecretInClear, Category: CategoryValidation, RunID: claims.RunID, StepID: s.ID,
+				Message: "a secret cannot be answered through the agent", Violations: vs,
+				Suggestion: "give an environment reference \"$NAME\" of the server's environment, or let the person answer: the one-time secret page (secret_url) or `stepwise resume " + claims.RunID + "` in a terminal"}
+		}
+	}
 	value, vs := e.validateAnswer(rs, s, req, value)
 	if len(vs) > 0 {
 		return res, &Error{Code: CodeAnswerInvalid, Category: CategoryValidation, RunID: claims.RunID, StepID: s.ID,

@@ -49,6 +49,8 @@ type Service struct {
 	Store   store.Store
 	Engine  *engine.Engine
 	Actions *action.Registry
+
+	summaries summaryCache
 }
 
 // Open opens the home directory, its database and an engine. It does not

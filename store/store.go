@@ -219,6 +219,21 @@ type CommitResult struct {
 	AnswerID  int64
 }
 
+// WorkflowStats summarizes the runs of one workflow.
+type WorkflowStats struct {
+	Runs      int
+	Succeeded int
+	Failed    int
+	Canceled  int
+	// Active counts runs not finished (pending, running, waiting, paused).
+	Active int
+	// MeanDuration is the mean time from creation to finish of the
+	// finished runs (zero when none finished).
+	MeanDuration time.Duration
+	// LastRunAt is the creation time of the newest run (zero when none).
+	LastRunAt time.Time
+}
+
 // RunFilter selects runs for List.
 type RunFilter struct {
 	Workflow string
@@ -250,6 +265,9 @@ type Store interface {
 	// RunIDsByStatus lists the ids of runs in the given statuses (for
 	// recovery).
 	RunIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
+	// WorkflowStats summarizes the top-level runs (not sub-workflow runs)
+	// of one workflow; a workflow never run has zero stats.
+	WorkflowStats(ctx context.Context, workflow string) (WorkflowStats, error)
 
 	// Commit applies one step's changes atomically.
 	Commit(ctx context.Context, c Commit) (CommitResult, error)

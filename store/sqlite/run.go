@@ -284,3 +284,25 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 	}
 	return seqs, nil
 }
+
+// WorkflowStats implements store.Store: one aggregate over the workflow's
+// index.
+func (s *Store) WorkflowStats(ctx context.Context, workflow string) (store.WorkflowStats, error) {
+	var st store.WorkflowStats
+	var succeeded, failed, canceled, finished, durSum, last sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*),
+  SUM(status = 'succeeded'), SUM(status = 'failed'), SUM(status = 'canceled'),
+  SUM(finished_at IS NOT NULL), SUM(CASE WHEN finished_at IS NOT NULL THEN finished_at - created_at END),
+  MAX(created_at)
+FROM runs WHERE workflow = ? AND parent_id IS NULL`, workflow).Scan(&st.Runs, &succeeded, &failed, &canceled, &finished, &durSum, &last)
+	if err != nil {
+		return st, fmt.Errorf("workflow stats %q: %w", workflow, err)
+	}
+	st.Succeeded, st.Failed, st.Canceled = int(succeeded.Int64), int(failed.Int64), int(canceled.Int64)
+	st.Active = st.Runs - st.Succeeded - st.Failed - st.Canceled
+	if finished.Int64 > 0 {
+		st.MeanDuration = time.Duration(durSum.Int64 / finished.Int64)
+	}
+	st.LastRunAt = nullNanos(last)
+	return st, nil
+}

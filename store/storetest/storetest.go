@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 		{"Timers", testTimers},
 		{"RunIDsByStatus", testRunIDsByStatus},
 		{"ReopenAndCopySteps", testReopenAndCopy},
+		{"WorkflowStats", testWorkflowStats},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -465,5 +466,33 @@ func testReopenAndCopy(t *testing.T, s store.Store) {
 	ok(s.CreateRun(ctx, fork, nil, store.Step{Key: "a", Visit: 1, StepID: "a", Status: "succeeded", Output: json.RawMessage(`1`), Attempts: 1}))(t)
 	if steps := ok(s.Steps(ctx, fork.ID))(t); len(steps) != 1 || string(steps[0].Output) != "1" {
 		t.Fatalf("copied steps %+v", steps)
+	}
+}
+
+func testWorkflowStats(t *testing.T, s store.Store) {
+	if st := ok(s.WorkflowStats(ctx, "stats"))(t); st != (store.WorkflowStats{}) {
+		t.Fatalf("stats of a workflow never run: %+v", st)
+	}
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	finish := func(r store.Run, status string, d time.Duration) {
+		ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev, Run: store.RunUpdate{Status: status, FinishedAt: r.CreatedAt.Add(d)}}))(t)
+	}
+	named := func(at time.Time, mods ...func(*store.Run)) store.Run {
+		return newRun(t, s, append([]func(*store.Run){func(r *store.Run) { r.Workflow = "stats"; r.CreatedAt = at }}, mods...)...)
+	}
+	finish(named(base), store.StatusSucceeded, 2*time.Second)
+	finish(named(base.Add(time.Second)), store.StatusSucceeded, 4*time.Second)
+	finish(named(base.Add(2*time.Second)), store.StatusFailed, 6*time.Second)
+	named(base.Add(3 * time.Second)) // still running
+	parent := named(base.Add(4 * time.Second), func(r *store.Run) { r.Status = store.StatusWaiting })
+	// A sub-workflow run of the same workflow does not count.
+	finish(named(base.Add(5*time.Second), func(r *store.Run) { r.ParentID = parent.ID }), store.StatusCanceled, time.Second)
+	newRun(t, s) // another workflow
+
+	st := ok(s.WorkflowStats(ctx, "stats"))(t)
+	want := store.WorkflowStats{Runs: 5, Succeeded: 2, Failed: 1, Active: 2, MeanDuration: 4 * time.Second, LastRunAt: base.Add(4 * time.Second)}
+	if st.Runs != want.Runs || st.Succeeded != want.Succeeded || st.Failed != want.Failed || st.Canceled != 0 || st.Active != want.Active ||
+		st.MeanDuration != want.MeanDuration || !st.LastRunAt.Equal(want.LastRunAt) {
+		t.Errorf("stats = %+v, want %+v", st, want)
 	}
 }

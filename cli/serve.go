@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"stepwise.dev/stepwise/mcpserver"
+	"stepwise.dev/stepwise/secret"
+	"stepwise.dev/stepwise/service"
+)
+
+// DefaultHTTPAddr is where `serve --http` listens when no address is given.
+const DefaultHTTPAddr = "127.0.0.1:7420"
+
+type serveOptions struct {
+	http            string
+	authTokens      []string
+	insecure        bool
+	tlsCert, tlsKey string
+	sessionTimeout  time.Duration
+	expose          bool
+	allowOrigins    []string
+	publicURL       string
+	logFile         string
+	logLevel        string
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP to agents: over stdio (default) or streamable HTTP (--http)",
+		Long: "serve runs stepwise as an MCP server. Over stdio (the default) an MCP client starts it as a\n" +
+			"subprocess; with --http it listens for streamable HTTP at /mcp (default " + DefaultHTTPAddr + ").\n" +
+			"Runs keep going between calls; after a restart, interrupted runs resume.\n" +
+			"Exit codes: 0 the client disconnected or SIGTERM, 2 usage error, 130 interrupted (Ctrl-C).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.http, "http", "", "serve streamable HTTP at ADDR/mcp instead of stdio (--http alone: "+DefaultHTTPAddr+")")
+	f.Lookup("http").NoOptDefVal = DefaultHTTPAddr
+	f.StringArrayVar(&o.authTokens, "auth-token", nil, "bearer token HTTP clients must send (repeatable; also $STEPWISE_AUTH_TOKENS, comma-separated)")
+	f.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --http address without --auth-token")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (with --tls-key)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "the private key file of --tls-cert")
+	f.DurationVar(&o.sessionTimeout, "session-timeout", 30*time.Minute, "close HTTP sessions idle this long")
+	f.BoolVar(&o.expose, "expose-workflows", false, "make each library workflow a tool wf_<name> taking its inputs")
+	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "browser origin allowed to call /mcp besides the server's own (repeatable)")
+	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, for links to secret pages (default: from --http)")
+	f.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
+	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	if o.http == "" && (o.tlsCert != "" || len(o.authTokens) > 0 || o.publicURL != "" || o.insecure) {
+		return usageErr("--tls-cert, --auth-token, --insecure and --public-url need --http")
+	}
+	if env := os.Getenv("STEPWISE_AUTH_TOKENS"); env != "" {
+		for _, t := range strings.Split(env, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				o.authTokens = append(o.authTokens, t)
+			}
+		}
+	}
+	for _, t := range o.authTokens {
+		if len(t) < 16 {
+			return usageErr("--auth-token: a token must be at least 16 characters")
+		}
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usageErr("--tls-cert and --tls-key go together")
+	}
+
+	// Logs: stderr (never stdout: over stdio it carries JSON-RPC only) or a
+	// file, plus MCP log notifications to the connected sessions.
+	var logOut io.Writer = cmd.ErrOrStderr()
+	if o.logFile != "" {
+		f, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return usageErr("--log-file: %v", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
+	sessionLog := mcpserver.NewSessionLog()
+	logger := slog.New(secret.NewHandler(mcpserver.TeeHandler{slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}), sessionLog}, secret.NewMasker()))
+
+	var ln net.Listener
+	baseURL := ""
+	if o.http != "" {
+		if err := checkBind(o.http, len(o.authTokens) > 0, o.insecure); err != nil {
+			return err
+		}
+		ln, err = net.Listen("tcp", o.http)
+		if err != nil {
+			return usageErr("--http %s: %v", o.http, err)
+		}
+		defer ln.Close()
+		baseURL = o.publicURL
+		if baseURL == "" {
+			baseURL = selfURL(ln.Addr().String(), o.tlsCert != "")
+		}
+		baseURL = strings.TrimSuffix(baseURL, "/")
+	}
+
+	ctx, stop, which := serveSignals()
+	defer stop()
+	svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	srv := mcpserver.New(svc, mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger})
+	sessionLog.Attach(srv)
+	if n, err := svc.Recover(ctx); err != nil {
+		logger.Error("recover runs", "error", err)
+	} else if n > 0 {
+		logger.Info("resumed interrupted runs", "count", n)
+	}
+	srv.Start(ctx)
+	defer func() {
+		srv.Close()
+		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Close(closeCtx)
+	}()
+
+	if ln != nil {
+		err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr())
+	} else {
+		err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr())
+	}
+	switch which() {
+	case os.Interrupt:
+		return &exitError{code: ExitInterrupted, msg: "interrupted; runs stay resumable"}
+	case syscall.SIGTERM:
+		return nil
+	}
+	return err
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, usageErr("--log-level %q: use debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// checkBind refuses to serve without authentication on an address other
+// machines can reach, unless told to.
+func checkBind(addr string, hasTokens, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErr("--http %q: want HOST:PORT (e.g. %s)", addr, DefaultHTTPAddr)
+	}
+	if loopback(host) || hasTokens || insecure {
+		return nil
+	}
+	return usageErr("--http %s is reachable from other machines: give --auth-token (or $STEPWISE_AUTH_TOKENS), or --insecure to serve without authentication", addr)
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// selfURL is how local clients reach the listener.
+func selfURL(addr string, tls bool) string {
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
+// serveSignals is canceled on SIGINT or SIGTERM; which tells which came.
+func serveSignals() (context.Context, func(), func() os.Signal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	got := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			got <- sig
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(done); cancel() }, func() os.Signal {
+		select {
+		case sig := <-got:
+			got <- sig
+			return sig
+		default:
+			return nil
+		}
+	}
+}
+
+func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger, stderr io.Writer) error {
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		fmt.Fprintln(stderr, "stepwise serve speaks MCP (JSON-RPC) on stdin/stdout: register it in an MCP client (see the README), or use --http.")
+	}
+	out, err := reserveStdout()
+	if err != nil {
+		return err
+	}
+	logger.Info("serving MCP over stdio")
+	err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: out})
+	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")) {
+		return nil
+	}
+	return err
+}
+
+func serveHTTP(ctx context.Context, ln net.Listener, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer) error {
+	hs := &http.Server{
+		Handler:           srv.HTTPHandler(mcpserver.HTTPOptions{AuthTokens: o.authTokens, SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(stderr, "stepwise: serving MCP at %s/mcp\n", baseURL)
+	logger.Info("serving MCP over HTTP", "url", baseURL+"/mcp", "auth", len(o.authTokens) > 0)
+	errc := make(chan error, 1)
+	go func() {
+		if o.tlsCert != "" {
+			errc <- hs.ServeTLS(ln, o.tlsCert, o.tlsKey)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shut); err != nil {
+		_ = hs.Close() // streams that stay open (SSE) end here
+	}
+	return nil
+}

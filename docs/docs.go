@@ -1,0 +1,10 @@
+// Package docs embeds the documentation that stepwise serves to agents:
+// the workflow language (WORKFLOWS.md), readable by an LLM on its own.
+package docs
+
+import _ "embed"
+
+// Workflows is docs/WORKFLOWS.md, the workflow language specification.
+//
+//go:embed WORKFLOWS.md
+var Workflows string

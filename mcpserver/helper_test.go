@@ -1,0 +1,87 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/service"
+)
+
+// env is a service on a temporary home with the test workflows in its
+// library, and an MCP server for it.
+type env struct {
+	t   *testing.T
+	svc *service.Service
+	srv *Server
+}
+
+func newEnv(t *testing.T, opts Options, lookupEnv func(string) (string, bool)) *env {
+	t.Helper()
+	home := t.TempDir()
+	lib := filepath.Join(home, "workflows")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"greet.yaml", "vault.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(lib, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := service.Open(context.Background(), service.Options{Home: home, Durability: "normal", LookupEnv: lookupEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(svc, opts)
+	srv.Start(context.Background())
+	t.Cleanup(func() {
+		srv.Close()
+		_ = svc.Close(context.Background())
+	})
+	return &env{t: t, svc: svc, srv: srv}
+}
+
+// connect connects a client over in-memory transports.
+func (e *env) connect(copts *mcp.ClientOptions) *mcp.ClientSession {
+	e.t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(context.Background(), st, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts)
+	cs, err := c.Connect(context.Background(), ct, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+	return cs
+}
+
+// call calls a tool and decodes its structured content into out; it
+// returns whether the result is an error.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any, out any) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if out != nil && res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: decode %s: %v", name, b, err)
+		}
+	}
+	return res.IsError
+}

@@ -1,0 +1,112 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// HTTPOptions configure the HTTP surface.
+type HTTPOptions struct {
+	// AuthTokens are the accepted bearer tokens; none means no
+	// authentication (allowed on loopback only, or with --insecure).
+	AuthTokens []string
+	// SessionTimeout closes sessions idle this long (default 30m).
+	SessionTimeout time.Duration
+	// AllowedOrigins are browser origins allowed besides the server's own
+	// (scheme://host:port).
+	AllowedOrigins []string
+}
+
+// HTTPHandler serves streamable HTTP at /mcp, the one-time secret pages at
+// /secrets/{id}, protected-resource metadata when tokens are configured,
+// and /healthz.
+func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	var mcpHandler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.log})
+	mux := http.NewServeMux()
+	if len(o.AuthTokens) > 0 {
+		meta := "/.well-known/oauth-protected-resource/mcp"
+		mcpHandler = auth.RequireBearerToken(tokenVerifier(o.AuthTokens), &auth.RequireBearerTokenOptions{
+			ResourceMetadataURL: s.opts.BaseURL + meta, AllowMissingExpiration: true})(mcpHandler)
+		md := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource: s.opts.BaseURL + "/mcp", BearerMethodsSupported: []string{"header"}, ResourceName: "stepwise"})
+		mux.Handle(meta, md)
+		mux.Handle("/.well-known/oauth-protected-resource", md)
+	}
+	mux.Handle("/mcp", originGuard(o.AllowedOrigins, mcpHandler))
+	mux.Handle("/secrets/", s.SecretHandler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// tokenVerifier accepts the configured tokens, compared in constant time.
+// Each token is its own user, so sessions cannot change hands.
+func tokenVerifier(tokens []string) auth.TokenVerifier {
+	sums := make([][32]byte, len(tokens))
+	for i, t := range tokens {
+		sums[i] = sha256.Sum256([]byte(t))
+	}
+	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		got := sha256.Sum256([]byte(token))
+		match := -1
+		for i := range sums {
+			if subtle.ConstantTimeCompare(got[:], sums[i][:]) == 1 {
+				match = i
+			}
+		}
+		if match < 0 {
+			return nil, fmt.Errorf("%w: unknown token", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{UserID: fmt.Sprintf("token-%d", match+1)}, nil
+	}
+}
+
+// originGuard refuses requests from browsers on foreign origins: a page on
+// another site must not drive the server through the person's browser. A
+// request without Origin (not from a browser page) passes; the SDK also
+// refuses non-localhost Host headers on loopback (DNS rebinding).
+func originGuard(allowed []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o := r.Header.Get("Origin")
+		if o != "" && !originAllowed(o, r.Host, allowed) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"origin %s is not allowed (start stepwise serve with --allow-origin to allow it)"}}`+"\n", jsonEscape(o))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func originAllowed(origin, host string, allowed []string) bool {
+	if slices.Contains(allowed, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+func jsonEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`)
+	return r.Replace(s)
+}

@@ -1,0 +1,127 @@
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// SessionLog is a slog.Handler that sends records to every connected
+// session as MCP log notifications; each session's logging/setLevel
+// decides what it receives (nothing until it sets a level). Records reach
+// it already masked: the engine masks each run's secrets first. It is made
+// before the server (the engine logs to it) and attached to it after.
+type SessionLog struct {
+	srv   *atomic.Pointer[Server]
+	attrs []slog.Attr
+	group string
+}
+
+// NewSessionLog returns a handler that drops records until Attach.
+func NewSessionLog() *SessionLog { return &SessionLog{srv: &atomic.Pointer[Server]{}} }
+
+// Attach starts sending records to the sessions of s.
+func (h *SessionLog) Attach(s *Server) { h.srv.Store(s) }
+
+// Enabled implements slog.Handler.
+func (h *SessionLog) Enabled(context.Context, slog.Level) bool { return true }
+
+// Handle implements slog.Handler.
+func (h *SessionLog) Handle(ctx context.Context, r slog.Record) error {
+	data := map[string]any{"msg": r.Message}
+	add := func(a slog.Attr) bool {
+		key := a.Key
+		if h.group != "" {
+			key = h.group + "." + key
+		}
+		data[key] = a.Value.Resolve().Any()
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	srv := h.srv.Load()
+	if srv == nil {
+		return nil
+	}
+	params := &mcp.LoggingMessageParams{Level: mcpLevel(r.Level), Logger: "stepwise", Data: data}
+	for ss := range srv.mcp.Sessions() {
+		_ = ss.Log(context.WithoutCancel(ctx), params)
+	}
+	return nil
+}
+
+// WithAttrs implements slog.Handler.
+func (h *SessionLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(slices.Clone(h.attrs), attrs...)
+	return &c
+}
+
+// WithGroup implements slog.Handler.
+func (h *SessionLog) WithGroup(name string) slog.Handler {
+	c := *h
+	if c.group != "" {
+		name = c.group + "." + name
+	}
+	c.group = name
+	return &c
+}
+
+func mcpLevel(l slog.Level) mcp.LoggingLevel {
+	switch {
+	case l >= slog.LevelError:
+		return "error"
+	case l >= slog.LevelWarn:
+		return "warning"
+	case l >= slog.LevelInfo:
+		return "info"
+	default:
+		return "debug"
+	}
+}
+
+// TeeHandler sends every record to each handler that is enabled for it.
+type TeeHandler []slog.Handler
+
+// Enabled implements slog.Handler.
+func (t TeeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	for _, h := range t {
+		if h.Enabled(ctx, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// Handle implements slog.Handler.
+func (t TeeHandler) Handle(ctx context.Context, r slog.Record) error {
+	for _, h := range t {
+		if h.Enabled(ctx, r.Level) {
+			_ = h.Handle(ctx, r.Clone())
+		}
+	}
+	return nil
+}
+
+// WithAttrs implements slog.Handler.
+func (t TeeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make(TeeHandler, len(t))
+	for i, h := range t {
+		out[i] = h.WithAttrs(attrs)
+	}
+	return out
+}
+
+// WithGroup implements slog.Handler.
+func (t TeeHandler) WithGroup(name string) slog.Handler {
+	out := make(TeeHandler, len(t))
+	for i, h := range t {
+		out[i] = h.WithGroup(name)
+	}
+	return out
+}

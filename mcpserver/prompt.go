@@ -1,0 +1,173 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/docs"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+func (s *Server) addPrompts() {
+	s.mcp.AddPrompt(&mcp.Prompt{Name: "author_workflow", Title: "Author a workflow",
+		Description: "Write a new stepwise workflow for a goal, validate it and try it.",
+		Arguments:   []*mcp.PromptArgument{{Name: "goal", Description: "what the workflow should achieve", Required: true}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			goal := strings.TrimSpace(req.Params.Arguments["goal"])
+			if goal == "" {
+				return nil, fmt.Errorf("the argument goal is required")
+			}
+			text := "Author a stepwise workflow for this goal:\n\n" + goal + "\n\n" +
+				"1. The language is attached (stepwise://docs/workflows) with its JSON Schema. Check workflow_list first: an existing workflow may already do it or be a sub-workflow to call.\n" +
+				"2. Declare inputs for what varies; use `ask` steps for what a person decides during the run (secret: true for credentials), `agent` steps with an output_schema for work you will do, `uses` steps for automated actions.\n" +
+				"3. Call workflow_validate with the content and fix every violation (each has a path, line, column and often a hint) until it is valid.\n" +
+				"4. Try it with run_start {definition}; answer pauses with run_continue."
+			return &mcp.GetPromptResult{Description: "Author a workflow", Messages: append([]*mcp.PromptMessage{userText(text)}, s.languageMessages()...)}, nil
+		})
+	s.mcp.AddPrompt(&mcp.Prompt{Name: "fix_workflow", Title: "Fix a workflow",
+		Description: "Fix an invalid workflow: a library workflow (name) or a definition (content).",
+		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "a library workflow's name"},
+			{Name: "content", Description: "a workflow definition (YAML or JSON), when it is not in the library"}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			name, content := strings.TrimSpace(req.Params.Arguments["name"]), req.Params.Arguments["content"]
+			var v validationLike
+			switch {
+			case name != "" && content != "":
+				return nil, fmt.Errorf("give name or content, not both")
+			case name != "":
+				d, err := s.svc.GetWorkflow(ctx, name)
+				if err != nil {
+					return nil, fmt.Errorf("workflow %q: %w", name, err)
+				}
+				content, v = d.Content, validationLike{valid: d.Valid, violations: d.Violations}
+			case strings.TrimSpace(content) != "":
+				r := s.svc.ValidateContent([]byte(content))
+				v = validationLike{valid: r.Valid, violations: r.Violations}
+			default:
+				return nil, fmt.Errorf("give name (a library workflow) or content (a definition)")
+			}
+			var b strings.Builder
+			b.WriteString("Fix this stepwise workflow so that workflow_validate reports it valid, changing as little as possible.\n\n```\n")
+			b.WriteString(content)
+			b.WriteString("\n```\n\n")
+			if v.valid {
+				b.WriteString("It is valid now; check that it does what its description says.\n")
+			} else {
+				b.WriteString("Violations:\n")
+				for _, x := range v.violations {
+					fmt.Fprintf(&b, "- %d:%d %s [%s] %s", x.Line, x.Column, x.Path, x.Rule, x.Message)
+					if x.Hint != "" {
+						b.WriteString(" (hint: " + x.Hint + ")")
+					}
+					b.WriteString("\n")
+				}
+			}
+			b.WriteString("\nValidate the result with workflow_validate {content} and repeat until it is valid. The language is attached.")
+			return &mcp.GetPromptResult{Description: "Fix a workflow", Messages: append([]*mcp.PromptMessage{userText(b.String())}, s.languageMessages()...)}, nil
+		})
+	s.mcp.AddPrompt(&mcp.Prompt{Name: "run_workflow", Title: "Run a workflow",
+		Description: "Run a library workflow with the person: gather its inputs, start it, answer its pauses.",
+		Arguments:   []*mcp.PromptArgument{{Name: "name", Description: "the library workflow to run", Required: true}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			name := strings.TrimSpace(req.Params.Arguments["name"])
+			d, err := s.svc.GetWorkflow(ctx, name)
+			if err != nil {
+				return nil, fmt.Errorf("workflow %q: %w", name, err)
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "Run the stepwise workflow %q", d.Name)
+			if d.Title != "" {
+				fmt.Fprintf(&b, " (%s)", d.Title)
+			}
+			b.WriteString(".\n")
+			if d.Description != "" {
+				b.WriteString(d.Description + "\n")
+			}
+			if len(d.Inputs) > 0 {
+				b.WriteString("\nInputs:\n")
+				for _, in := range d.Inputs {
+					fmt.Fprintf(&b, "- %s (%s", in.Name, in.Type)
+					if in.Required {
+						b.WriteString(", required")
+					}
+					if in.Secret {
+						b.WriteString(", secret: never ask for it in the chat; pass \"$NAME\" of a server environment variable or leave it to its env")
+					}
+					b.WriteString(")")
+					if in.Description != "" {
+						b.WriteString(": " + in.Description)
+					}
+					b.WriteString("\n")
+				}
+			}
+			b.WriteString("\nAsk the person for the required inputs you do not know, then call run_start {workflow: \"" + d.Name + "\", inputs}. " +
+				"When the run pauses, follow the pause's how_to_answer: relay questions to the person, do agent steps yourself, and call run_continue with the token. " +
+				"When it is still running, follow it with run_get {run_id, wait_seconds}. Report the outputs at the end.")
+			if !d.Valid {
+				b.WriteString("\n\nNote: the workflow is invalid now; run_start will refuse it. Use the fix_workflow prompt first.")
+			}
+			return &mcp.GetPromptResult{Description: "Run " + d.Name, Messages: []*mcp.PromptMessage{userText(b.String()),
+				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriWorkflows + "/" + d.Name, MIMEType: "application/yaml", Text: d.Content}}}}}, nil
+		})
+}
+
+type validationLike struct {
+	valid      bool
+	violations []workflow.Violation
+}
+
+func userText(text string) *mcp.PromptMessage {
+	return &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: text}}
+}
+
+// languageMessages embeds the spec and the schema resources.
+func (s *Server) languageMessages() []*mcp.PromptMessage {
+	return []*mcp.PromptMessage{
+		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriDocs, MIMEType: "text/markdown", Text: docs.Workflows}}},
+		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriSchema, MIMEType: "application/schema+json", Text: string(workflow.Schema())}}},
+	}
+}
+
+// complete offers completions for prompt arguments and resource template
+// variables: workflow names and run ids.
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := req.Params
+	if p == nil || p.Ref == nil {
+		return &mcp.CompleteResult{}, nil
+	}
+	prefix := p.Argument.Value
+	var values []string
+	switch {
+	case p.Argument.Name == "name" && (p.Ref.Type == "ref/prompt" || p.Ref.URI == "stepwise://workflows/{name}"):
+		ws, err := s.svc.ListWorkflows(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			if strings.HasPrefix(w.Name, prefix) {
+				values = append(values, w.Name)
+			}
+		}
+	case p.Argument.Name == "run_id" && p.Ref.Type == "ref/resource":
+		runs, _, err := s.svc.ListRuns(ctx, store.RunFilter{Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			if strings.HasPrefix(r.ID, prefix) {
+				values = append(values, r.ID)
+			}
+		}
+	}
+	sort.Strings(values)
+	total := len(values)
+	if len(values) > 100 {
+		values = values[:100]
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: append([]string{}, values...), Total: total, HasMore: total > len(values)}}, nil
+}

@@ -1,0 +1,189 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/docs"
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Resource URIs.
+const (
+	uriDocs      = "stepwise://docs/workflows"
+	uriSchema    = "stepwise://schema/workflow"
+	uriWorkflows = "stepwise://workflows"
+	uriRunPrefix = "stepwise://runs/"
+)
+
+func (s *Server) addResources() {
+	s.mcp.AddResource(&mcp.Resource{URI: uriDocs, Name: "workflow-language", Title: "The stepwise workflow language",
+		Description: "The specification of the workflow language (v1): read it before authoring a workflow.", MIMEType: "text/markdown"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return textResource(uriDocs, "text/markdown", docs.Workflows), nil
+		})
+	s.mcp.AddResource(&mcp.Resource{URI: uriSchema, Name: "workflow-schema", Title: "JSON Schema of workflows",
+		Description: "The JSON Schema every workflow must satisfy (structure; workflow_validate also checks references and semantics).", MIMEType: "application/schema+json"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return textResource(uriSchema, "application/schema+json", string(workflow.Schema())), nil
+		})
+	s.mcp.AddResource(&mcp.Resource{URI: uriWorkflows, Name: "workflows", Title: "The workflow library",
+		Description: "Every library workflow with its summary (as workflow_list returns).", MIMEType: "application/json"},
+		func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			ws, err := s.svc.ListWorkflows(ctx, "")
+			if err != nil {
+				return nil, err
+			}
+			return jsonResource(uriWorkflows, WorkflowListOut{Workflows: ws})
+		})
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://workflows/{name}", Name: "workflow", Title: "A library workflow",
+		Description: "A library workflow's file as written (YAML or JSON).", MIMEType: "application/yaml"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			name := strings.TrimPrefix(req.Params.URI, uriWorkflows+"/")
+			if n, err := url.PathUnescape(name); err == nil {
+				name = n
+			}
+			d, err := s.svc.GetWorkflow(ctx, name)
+			if err != nil {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			mime := "application/yaml"
+			if strings.HasSuffix(d.Path, ".json") {
+				mime = "application/json"
+			}
+			return textResource(req.Params.URI, mime, d.Content), nil
+		})
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}", Name: "run", Title: "A run",
+		Description: "A run's status, open pause, outputs, error and steps (run_get's result). Subscribe to be told of every change.", MIMEType: "application/json"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			id, sub := runURI(req.Params.URI)
+			if id == "" || sub != "" {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			v, err := s.svc.GetRun(ctx, id)
+			if err != nil {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			return jsonResource(req.Params.URI, s.runResult(v, true))
+		})
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}/history", Name: "run-history", Title: "A run's history",
+		Description: "A run's events in order (step started/succeeded/failed, pauses, answers, …), secrets masked.", MIMEType: "application/json"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			id, sub := runURI(req.Params.URI)
+			if id == "" || sub != "history" {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			evs, err := s.svc.Events(ctx, id, 0, 0)
+			if err != nil {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			out := make([]historyEvent, len(evs))
+			for i, e := range evs {
+				out[i] = historyEvent{Seq: e.Seq, Type: e.Type, StepID: e.StepID, At: e.At.Format("2006-01-02T15:04:05.000Z07:00")}
+				if len(e.Data) > 0 {
+					_ = json.Unmarshal(e.Data, &out[i].Data)
+				}
+			}
+			return jsonResource(req.Params.URI, map[string]any{"run_id": id, "events": out})
+		})
+}
+
+type historyEvent struct {
+	Seq    int64  `json:"seq"`
+	Type   string `json:"type"`
+	StepID string `json:"step_id,omitempty"`
+	Data   any    `json:"data,omitempty"`
+	At     string `json:"at"`
+}
+
+// runURI splits stepwise://runs/{id}[/{sub}].
+func runURI(uri string) (id, sub string) {
+	rest, ok := strings.CutPrefix(uri, uriRunPrefix)
+	if !ok || rest == "" {
+		return "", ""
+	}
+	id, sub, _ = strings.Cut(rest, "/")
+	return id, sub
+}
+
+func textResource(uri, mime, text string) *mcp.ReadResourceResult {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: text}}}
+}
+
+func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return textResource(uri, "application/json", string(b)), nil
+}
+
+// subscriptions counts subscribers per resource URI, so that engine events
+// are turned into notifications only for resources someone watches.
+type subscriptions struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func newSubscriptions() *subscriptions { return &subscriptions{count: map[string]int{}} }
+
+func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	s.subs.count[req.Params.URI]++
+	return nil
+}
+
+func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if s.subs.count[req.Params.URI] > 1 {
+		s.subs.count[req.Params.URI]--
+	} else {
+		delete(s.subs.count, req.Params.URI)
+	}
+	return nil
+}
+
+func (s *subscriptions) watched(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count[uri] > 0
+}
+
+// pumpEvents turns the engine's events into resources/updated
+// notifications for subscribed run resources (and their parents').
+func (s *Server) pumpEvents(ctx context.Context) {
+	events, stop := s.svc.Engine.Subscribe("")
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			s.notifyRun(ctx, ev)
+		}
+	}
+}
+
+func (s *Server) notifyRun(ctx context.Context, ev engine.Event) {
+	if ev.Seq == 0 {
+		return // step.started is published before it is recorded
+	}
+	for _, uri := range []string{uriRunPrefix + ev.RunID, uriRunPrefix + ev.RunID + "/history"} {
+		if s.subs.watched(uri) {
+			_ = s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		}
+	}
+}
+
+

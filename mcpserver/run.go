@@ -1,0 +1,337 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/store"
+)
+
+// RunStartIn are run_start's arguments.
+type RunStartIn struct {
+	Workflow    string         `json:"workflow,omitempty" jsonschema:"name of a library workflow (see workflow_list); give this or definition"`
+	Definition  string         `json:"definition,omitempty" jsonschema:"an inline workflow definition, YAML or JSON text; give this or workflow"`
+	Inputs      map[string]any `json:"inputs,omitempty" jsonschema:"values of the workflow's declared inputs"`
+	WaitSeconds *float64       `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to finish or pause before returning (default 20, max 300; 0 returns at once)"`
+}
+
+// RunContinueIn are run_continue's arguments.
+type RunContinueIn struct {
+	Token       string   `json:"token" jsonschema:"the pause's token, exactly as returned"`
+	Value       any      `json:"value,omitempty" jsonschema:"the answer (question) or the output matching output_schema (agent step); omit to accept a question's default"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to finish or pause again (default 20, max 300)"`
+}
+
+// RunGetIn are run_get's arguments.
+type RunGetIn struct {
+	RunID       string   `json:"run_id"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait up to this long for a running run to finish or pause (default 0, max 300)"`
+}
+
+// RunListIn are run_list's arguments.
+type RunListIn struct {
+	Workflow string `json:"workflow,omitempty" jsonschema:"only runs of this workflow"`
+	Status   string `json:"status,omitempty" jsonschema:"only runs in this status: pending, running, waiting, paused, succeeded, failed or canceled"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"page size (default 20, max 200)"`
+	Cursor   string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
+}
+
+// RunListOut is run_list's result.
+type RunListOut struct {
+	Runs       []RunLine `json:"runs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// Summary implements summarizer.
+func (o RunListOut) Summary() string {
+	s := fmt.Sprintf("%d runs.", len(o.Runs))
+	if o.NextCursor != "" {
+		s += " More with cursor " + o.NextCursor + "."
+	}
+	return s
+}
+
+// RunLine is one run of a list.
+type RunLine struct {
+	RunID      string     `json:"run_id"`
+	Workflow   string     `json:"workflow"`
+	Status     string     `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	ParentID   string     `json:"parent_id,omitempty"`
+}
+
+// RunCancelIn are run_cancel's arguments.
+type RunCancelIn struct {
+	RunID      string `json:"run_id"`
+	Reason     string `json:"reason,omitempty" jsonschema:"why, recorded with the run"`
+	Compensate bool   `json:"compensate,omitempty" jsonschema:"undo completed steps first (their compensate actions, in reverse order)"`
+}
+
+// RunRetryIn are run_retry's arguments.
+type RunRetryIn struct {
+	RunID       string         `json:"run_id"`
+	Inputs      map[string]any `json:"inputs,omitempty" jsonschema:"corrected input values (others keep theirs)"`
+	WaitSeconds *float64       `json:"wait_seconds,omitempty"`
+}
+
+// RunForkIn are run_fork's arguments.
+type RunForkIn struct {
+	RunID       string         `json:"run_id"`
+	FromStep    string         `json:"from_step" jsonschema:"the top-level step to start from; earlier results are reused"`
+	Inputs      map[string]any `json:"inputs,omitempty" jsonschema:"changed input values"`
+	WaitSeconds *float64       `json:"wait_seconds,omitempty"`
+}
+
+// RunIDIn names a run.
+type RunIDIn struct {
+	RunID       string   `json:"run_id"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty"`
+}
+
+const maxWait = 300 * time.Second
+
+func (s *Server) waitFor(w *float64, def time.Duration) (time.Duration, error) {
+	if w == nil {
+		return def, nil
+	}
+	if *w < 0 {
+		return 0, argumentsError("wait_seconds must be 0 or more")
+	}
+	return min(time.Duration(*w*float64(time.Second)), maxWait), nil
+}
+
+var runStatuses = []string{store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusPaused, store.StatusSucceeded, store.StatusFailed, store.StatusCanceled}
+
+func (s *Server) addRunTools() {
+	addTool(s, &mcp.Tool{Name: "run_start", Title: "Start a run",
+		Description: "Start a run of a library workflow (workflow) or of an inline definition (definition) with inputs. " +
+			"Returns {run_id, status, outputs?, pause?, error?} as soon as the run finishes, pauses or wait_seconds pass; " +
+			"a pause carries a token for run_continue; status running means: follow with run_get.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunStartIn) (RunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
+			if err != nil {
+				return RunResult{}, err
+			}
+			if req.Params.RequestState != "" {
+				return s.resumeElicitation(ctx, req, wait)
+			}
+			var l *service.Loaded
+			switch {
+			case in.Workflow != "" && in.Definition != "":
+				return RunResult{}, argumentsError("give workflow or definition, not both")
+			case in.Workflow != "":
+				l, err = s.svc.LoadLibraryWorkflow(in.Workflow)
+			case in.Definition != "":
+				l, err = s.svc.Parse([]byte(in.Definition))
+			default:
+				return RunResult{}, argumentsError("give workflow (a library name) or definition (YAML or JSON text)")
+			}
+			if err != nil {
+				return RunResult{}, err
+			}
+			id, err := s.svc.StartRun(ctx, l, in.Inputs, false)
+			if err != nil {
+				return RunResult{}, err
+			}
+			return s.await(ctx, req, id, wait, true)
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_continue", Title: "Answer a pause",
+		Description: "Answer a run's pause: the token from the pause and the value (a question's answer, or an agent step's output matching output_schema). " +
+			"An invalid value returns an error listing violations and changes nothing — the same token still works. Returns the run_start shape.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunContinueIn) (RunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
+			if err != nil {
+				return RunResult{}, err
+			}
+			if req.Params.RequestState != "" {
+				return s.resumeElicitation(ctx, req, wait)
+			}
+			if strings.TrimSpace(in.Token) == "" {
+				return RunResult{}, argumentsError("token is required: use the token of the pause exactly as returned")
+			}
+			res, err := s.svc.ContinueFromAgent(ctx, in.Token, in.Value)
+			if err != nil {
+				return RunResult{}, err
+			}
+			root, err := s.svc.RootRun(ctx, res.RunID)
+			if err != nil {
+				return RunResult{}, err
+			}
+			return s.await(ctx, req, root, wait, true)
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
+		Description: "A run's status, open pause (with its token), outputs, error and a summary of its steps. " +
+			"With wait_seconds, waits for a running run to finish or pause first (progress notifications as steps complete).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunGetIn) (RunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, 0)
+			if err != nil {
+				return RunResult{}, err
+			}
+			if wait > 0 {
+				if err := s.watch(ctx, req, in.RunID, wait); err != nil {
+					return RunResult{}, err
+				}
+			}
+			v, err := s.svc.GetRun(ctx, in.RunID)
+			if err != nil {
+				return RunResult{}, err
+			}
+			return s.runResult(v, true), nil
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
+		Description: "List runs, newest first, optionally of one workflow or in one status. Returns {runs, next_cursor}.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunListIn) (RunListOut, error) {
+			f := store.RunFilter{Workflow: in.Workflow, Cursor: in.Cursor, Limit: in.Limit}
+			if f.Limit <= 0 {
+				f.Limit = 20
+			}
+			if f.Limit > 200 {
+				return RunListOut{}, argumentsError("limit is at most 200")
+			}
+			if in.Status != "" {
+				if !slices.Contains(runStatuses, in.Status) {
+					return RunListOut{}, argumentsError(fmt.Sprintf("status %q: use one of %s", in.Status, strings.Join(runStatuses, ", ")))
+				}
+				f.Status = []string{in.Status}
+			}
+			runs, nextCursor, err := s.svc.ListRuns(ctx, f)
+			if err != nil {
+				if strings.Contains(err.Error(), "cursor") {
+					return RunListOut{}, argumentsError("cursor is not valid: use next_cursor exactly as returned")
+				}
+				return RunListOut{}, err
+			}
+			out := RunListOut{Runs: []RunLine{}, NextCursor: nextCursor}
+			for _, r := range runs {
+				out.Runs = append(out.Runs, RunLine{RunID: r.ID, Workflow: r.Workflow, Status: r.Status, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, ParentID: r.ParentID})
+			}
+			return out, nil
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_cancel", Title: "Cancel a run",
+		Description: "Cancel a run that has not finished; with compensate, its completed steps are undone first (in reverse order). Its sub-workflow runs are canceled too. Cannot be undone.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunCancelIn) (RunResult, error) {
+			if err := s.svc.Cancel(ctx, in.RunID, in.Reason, in.Compensate); err != nil {
+				return RunResult{}, err
+			}
+			if in.Compensate {
+				if err := s.watch(ctx, req, in.RunID, s.opts.DefaultWait); err != nil {
+					return RunResult{}, err
+				}
+			}
+			return s.view(ctx, in.RunID)
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_retry", Title: "Retry a failed run",
+		Description: "Re-run a failed run from the step that failed (earlier results are kept), optionally with corrected inputs. Returns the run_start shape.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunRetryIn) (RunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
+			if err != nil {
+				return RunResult{}, err
+			}
+			if req.Params.RequestState != "" {
+				return s.resumeElicitation(ctx, req, wait)
+			}
+			if err := s.svc.RetryRun(ctx, in.RunID, in.Inputs); err != nil {
+				return RunResult{}, err
+			}
+			return s.await(ctx, req, in.RunID, wait, true)
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_fork", Title: "Fork a run",
+		Description: "Start a new run of the same workflow version from one of a run's top-level steps, reusing the results before it, optionally with changed inputs. Returns the run_start shape for the new run.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunForkIn) (RunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
+			if err != nil {
+				return RunResult{}, err
+			}
+			if req.Params.RequestState != "" {
+				return s.resumeElicitation(ctx, req, wait)
+			}
+			id, err := s.svc.ForkRun(ctx, in.RunID, in.FromStep, in.Inputs)
+			if err != nil {
+				return RunResult{}, err
+			}
+			return s.await(ctx, req, id, wait, true)
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_pause", Title: "Hold a run",
+		Description: "Hold a run: it takes no further steps (an in-flight step is interrupted and runs again later) until run_resume.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunIDIn) (RunResult, error) {
+			if err := s.svc.PauseRun(ctx, in.RunID); err != nil {
+				return RunResult{}, err
+			}
+			return s.view(ctx, in.RunID)
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_resume", Title: "Resume a held run",
+		Description: "Resume a run held by run_pause (or make sure an interrupted run is being driven). Returns the run_start shape.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunIDIn) (RunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
+			if err != nil {
+				return RunResult{}, err
+			}
+			if req.Params.RequestState != "" {
+				return s.resumeElicitation(ctx, req, wait)
+			}
+			if _, err := s.svc.Resume(ctx, in.RunID); err != nil {
+				return RunResult{}, err
+			}
+			return s.await(ctx, req, in.RunID, wait, true)
+		})
+}
+
+func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
+	v, err := s.svc.GetRun(ctx, runID)
+	if err != nil {
+		return RunResult{}, err
+	}
+	return s.runResult(v, false), nil
+}
+
+// watch waits for a run, sending progress notifications when the caller
+// asked for them (a progress token) as steps complete.
+func (s *Server) watch(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration) error {
+	if wait <= 0 {
+		return nil
+	}
+	tok := req.Params.GetProgressToken()
+	done := 0.0
+	_, err := s.svc.Watch(ctx, runID, wait, func(ev engine.Event) {
+		if tok == nil || req.Session == nil {
+			return
+		}
+		var msg string
+		switch ev.Type {
+		case engine.EventStepSucceeded, engine.EventStepFailed, engine.EventStepSkipped:
+			msg = fmt.Sprintf("step %s %s", ev.StepID, strings.TrimPrefix(ev.Type, "step."))
+		case engine.EventRunPaused, engine.EventRunSucceeded, engine.EventRunFailed, engine.EventRunCanceled:
+			msg = "run " + strings.TrimPrefix(ev.Type, "run.")
+		default:
+			return
+		}
+		done++ // progress only ever increases
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: done, Message: msg})
+	})
+	return err
+}

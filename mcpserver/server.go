@@ -1,0 +1,122 @@
+// Package mcpserver is stepwise's Model Context Protocol surface: tools,
+// resources, prompts, completions, elicitation and notifications, glued to
+// the service. It holds no workflow logic: every tool translates its
+// arguments into a service call and the result into a small JSON answer,
+// and every error into the one structured ToolError shape.
+package mcpserver
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/service"
+)
+
+// Options configure a server.
+type Options struct {
+	// Version is reported as the server's version.
+	Version string
+	// BaseURL is the server's own HTTP origin (http://127.0.0.1:7420) when
+	// it serves HTTP; secret pages are offered under it. Empty over stdio.
+	BaseURL string
+	// ExposeWorkflows makes each library workflow a tool wf_<name>.
+	ExposeWorkflows bool
+	// Logger receives the server's own logs (never stdout).
+	Logger *slog.Logger
+	// DefaultWait is how long run_start and run_continue wait for a run to
+	// finish or pause when the caller does not say (default 20s).
+	DefaultWait time.Duration
+	// LibraryPoll is how often exposed workflows are re-read from the
+	// library (default 2s).
+	LibraryPoll time.Duration
+}
+
+// Server is an MCP server for one stepwise service. One Server serves any
+// number of sessions (stdio has one; HTTP one per client).
+type Server struct {
+	svc  *service.Service
+	mcp  *mcp.Server
+	opts Options
+	log  *slog.Logger
+
+	secrets *secretPages
+	subs    *subscriptions
+
+	exposedMu sync.Mutex
+	exposed   map[string]string // tool name → workflow version
+
+	stop    context.CancelFunc
+	stopped chan struct{}
+}
+
+// New builds the server and registers its tools, resources and prompts.
+func New(svc *service.Service, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.DefaultWait <= 0 {
+		opts.DefaultWait = 20 * time.Second
+	}
+	if opts.LibraryPoll <= 0 {
+		opts.LibraryPoll = 2 * time.Second
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{svc: svc, opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "stepwise", Title: "stepwise workflow engine", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions:       instructions,
+		Logger:             opts.Logger,
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
+		Capabilities: &mcp.ServerCapabilities{
+			Logging:   &mcp.LoggingCapabilities{},
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
+		},
+	})
+	s.addWorkflowTools()
+	s.addRunTools()
+	s.addResources()
+	s.addPrompts()
+	return s
+}
+
+const instructions = `stepwise runs workflows: validated YAML/JSON definitions of automated steps, questions for a person and tasks for you (agent steps).
+Start with workflow_list, or read stepwise://docs/workflows to author one (validate with workflow_validate).
+run_start returns when the run finishes, pauses or wait_seconds pass. A pause carries a token: answer a question (relay it to the person) or do an agent task, then call run_continue with the token and the value. A run still "running" is followed with run_get.
+Errors carry error_code, violations and suggested_action: fix what they name and call again.`
+
+// MCP returns the SDK server, to connect transports to.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Start begins forwarding engine events to subscribers and, with
+// ExposeWorkflows, following the library. Call Close to stop.
+func (s *Server) Start(ctx context.Context) {
+	ctx, s.stop = context.WithCancel(ctx)
+	s.stopped = make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.pumpEvents(ctx) }()
+	if s.opts.ExposeWorkflows {
+		s.syncExposed(ctx)
+		wg.Add(1)
+		go func() { defer wg.Done(); s.followLibrary(ctx) }()
+	}
+	go func() { wg.Wait(); close(s.stopped) }()
+}
+
+// Close stops what Start began.
+func (s *Server) Close() {
+	if s.stop != nil {
+		s.stop()
+		<-s.stopped
+	}
+}

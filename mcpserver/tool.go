@@ -1,0 +1,105 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/workflow"
+)
+
+// summarizer is implemented by outputs that have a one-line text form.
+type summarizer interface{ Summary() string }
+
+// inputNeeded is returned by a handler that needs the client to fulfil
+// input requests (elicitation) before it can finish: the tool result then
+// carries them instead of content (multi round-trip requests).
+type inputNeeded struct {
+	requests mcp.InputRequestMap
+	state    string
+}
+
+func (*inputNeeded) Error() string { return "input needed" }
+
+// handlerFor is a typed tool handler.
+type handlerFor[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (Out, error)
+
+// schemaTypes fixes how Go types the tools use appear in schemas.
+var schemaTypes = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[time.Time](): {Type: "string", Format: "date-time"},
+	reflect.TypeFor[any]():       {},
+}
+
+// addTool registers a typed tool. Unlike the SDK's generic AddTool it maps
+// every failure — arguments that do not fit the schema included — to the
+// structured ToolError, and it adds a short text summary before the JSON.
+func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
+	opts := &jsonschema.ForOptions{TypeSchemas: schemaTypes}
+	in, err := jsonschema.For[In](opts)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
+	t.InputSchema = in
+	if t.OutputSchema == nil {
+		out, err := jsonschema.For[Out](opts)
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+		}
+		t.OutputSchema = out
+	}
+	s.mcp.AddTool(t, s.toolHandler(t.Name, func(ctx context.Context, req *mcp.CallToolRequest) (any, error) {
+		var input In
+		args := req.Params.Arguments
+		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+			args = json.RawMessage("{}")
+		}
+		var generic any
+		if err := json.Unmarshal(args, &generic); err != nil {
+			return nil, argumentsError("the arguments are not JSON: " + err.Error())
+		}
+		if err := resolved.Validate(generic); err != nil {
+			return nil, argumentsError("the arguments do not fit the tool's input schema",
+				workflow.Violation{Rule: "arguments", Message: err.Error()})
+		}
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&input); err != nil {
+			return nil, argumentsError("the arguments do not fit the tool's input schema: " + err.Error())
+		}
+		return h(ctx, req, input)
+	}))
+}
+
+// toolHandler turns a handler's (output, error) into the tool result.
+func (s *Server) toolHandler(name string, h func(context.Context, *mcp.CallToolRequest) (any, error)) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		out, err := h(ctx, req)
+		if need, ok := err.(*inputNeeded); ok {
+			return &mcp.CallToolResult{InputRequests: need.requests, RequestState: need.state}, nil
+		}
+		if err != nil {
+			return errorResult(toolError(s.log, name, err)), nil
+		}
+		data, err := json.Marshal(out)
+		if err != nil {
+			return errorResult(toolError(s.log, name, err)), nil
+		}
+		text := string(data)
+		if sm, ok := out.(summarizer); ok {
+			text = sm.Summary() + "\n" + text
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: json.RawMessage(data)}, nil
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,83 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/store"
+)
+
+// Watch waits like Wait — until the run stops running or timeout passes
+// (<= 0: no limit) — and calls onEvent with each event of the run as it
+// happens. It returns the run's status.
+func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration, onEvent func(engine.Event)) (string, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	events, stop := s.Engine.Subscribe(runID)
+	defer stop()
+	tick := time.NewTicker(500 * time.Millisecond) // a driver in another process publishes nothing here
+	defer tick.Stop()
+	for {
+		run, err := s.Store.GetRun(ctx, runID)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return run.Status, nil
+		}
+		if err != nil {
+			return "", runNotFound(runID, err)
+		}
+		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
+			return run.Status, nil
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					return run.Status, nil
+				}
+				return run.Status, ctx.Err()
+			case ev, ok := <-events:
+				if !ok {
+					break wait
+				}
+				if onEvent != nil {
+					onEvent(ev)
+				}
+				if ev.Status != store.StatusRunning && ev.Status != store.StatusPending {
+					break wait
+				}
+			case <-tick.C:
+				break wait
+			}
+		}
+	}
+}
+
+// ContinueFromAgent answers a pause with a value an agent passed on: a
+// secret question accepts only an environment reference ("$NAME"), never
+// a value in clear (a language model has seen it).
+func (s *Service) ContinueFromAgent(ctx context.Context, token string, value any) (engine.ContinueResult, error) {
+	return s.Engine.ContinueWith(ctx, token, value, engine.ContinueOptions{ViaAgent: true})
+}
+
+// RootRun returns the top-level run of a run: itself, or the parent of
+// its parent … for sub-workflow runs.
+func (s *Service) RootRun(ctx context.Context, runID string) (string, error) {
+	id := runID
+	for range 16 { // nesting is bounded well below this
+		run, err := s.Store.GetRun(ctx, id)
+		if err != nil {
+			return "", runNotFound(id, err)
+		}
+		if run.ParentID == "" {
+			return id, nil
+		}
+		id = run.ParentID
+	}
+	return id, nil
+}
