@@ -48,7 +48,20 @@ func newServeCmd(g *globals) *cobra.Command {
 			"subprocess; with --http it listens for streamable HTTP at /mcp (default " + DefaultHTTPAddr + ").\n" +
 			"Runs keep going between calls; after a restart, interrupted runs resume.\n" +
 			"Exit codes: 0 the client disconnected or SIGTERM, 2 usage error, 130 interrupted (Ctrl-C).",
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// "--http ADDR" with a space: the flag's optional value leaves
+			// ADDR as an argument.
+			if len(args) == 1 && cmd.Flags().Changed("http") && o.http == DefaultHTTPAddr {
+				if _, _, err := net.SplitHostPort(args[0]); err == nil {
+					o.http = args[0]
+					return nil
+				}
+			}
+			if len(args) > 0 {
+				return usageErr("serve takes no arguments (did you mean --http %s?)", args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, g, o) },
 	}
 	f := cmd.Flags()
@@ -103,7 +116,10 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		logOut = f
 	}
 	sessionLog := mcpserver.NewSessionLog()
-	logger := slog.New(secret.NewHandler(mcpserver.TeeHandler{slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}), sessionLog}, secret.NewMasker()))
+	local := slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})
+	logger := slog.New(secret.NewHandler(mcpserver.TeeHandler{local, sessionLog}, secret.NewMasker()))
+	protocolLevel := max(level, slog.LevelWarn) // the SDK is chatty at info
+	protocolLogger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: protocolLevel}))
 
 	var ln net.Listener
 	baseURL := ""
@@ -129,7 +145,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	srv := mcpserver.New(svc, mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger})
+	srv := mcpserver.New(svc, mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger, ProtocolLogger: protocolLogger})
 	sessionLog.Attach(srv)
 	if n, err := svc.Recover(ctx); err != nil {
 		logger.Error("recover runs", "error", err)

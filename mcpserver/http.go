@@ -36,7 +36,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		o.SessionTimeout = 30 * time.Minute
 	}
 	var mcpHandler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.log})
+		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.opts.ProtocolLogger})
 	mux := http.NewServeMux()
 	if len(o.AuthTokens) > 0 {
 		meta := "/.well-known/oauth-protected-resource/mcp"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,17 +15,38 @@ import (
 // decides what it receives (nothing until it sets a level). Records reach
 // it already masked: the engine masks each run's secrets first. It is made
 // before the server (the engine logs to it) and attached to it after.
+// Sending happens on its own goroutine: a slow client never holds up a
+// run, it loses log messages instead.
 type SessionLog struct {
-	srv   *atomic.Pointer[Server]
+	q     *logQueue
 	attrs []slog.Attr
 	group string
 }
 
+type logQueue struct {
+	srv  atomic.Pointer[Server]
+	ch   chan *mcp.LoggingMessageParams
+	once sync.Once
+}
+
 // NewSessionLog returns a handler that drops records until Attach.
-func NewSessionLog() *SessionLog { return &SessionLog{srv: &atomic.Pointer[Server]{}} }
+func NewSessionLog() *SessionLog {
+	return &SessionLog{q: &logQueue{ch: make(chan *mcp.LoggingMessageParams, 1024)}}
+}
 
 // Attach starts sending records to the sessions of s.
-func (h *SessionLog) Attach(s *Server) { h.srv.Store(s) }
+func (h *SessionLog) Attach(s *Server) {
+	h.q.srv.Store(s)
+	h.q.once.Do(func() {
+		go func() {
+			for p := range h.q.ch {
+				for ss := range h.q.srv.Load().mcp.Sessions() {
+					_ = ss.Log(context.Background(), p)
+				}
+			}
+		}()
+	})
+}
 
 // Enabled implements slog.Handler.
 func (h *SessionLog) Enabled(context.Context, slog.Level) bool { return true }
@@ -44,13 +66,12 @@ func (h *SessionLog) Handle(ctx context.Context, r slog.Record) error {
 		add(a)
 	}
 	r.Attrs(add)
-	srv := h.srv.Load()
-	if srv == nil {
+	if h.q.srv.Load() == nil {
 		return nil
 	}
-	params := &mcp.LoggingMessageParams{Level: mcpLevel(r.Level), Logger: "stepwise", Data: data}
-	for ss := range srv.mcp.Sessions() {
-		_ = ss.Log(context.WithoutCancel(ctx), params)
+	select {
+	case h.q.ch <- &mcp.LoggingMessageParams{Level: mcpLevel(r.Level), Logger: "stepwise", Data: data}:
+	default: // the clients do not keep up: drop
 	}
 	return nil
 }

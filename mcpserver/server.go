@@ -28,6 +28,9 @@ type Options struct {
 	ExposeWorkflows bool
 	// Logger receives the server's own logs (never stdout).
 	Logger *slog.Logger
+	// ProtocolLogger receives the MCP SDK's logs (default: discard). It
+	// must not log to MCP sessions: the SDK logs while holding its locks.
+	ProtocolLogger *slog.Logger
 	// DefaultWait is how long run_start and run_continue wait for a run to
 	// finish or pause when the caller does not say (default 20s).
 	DefaultWait time.Duration
@@ -59,6 +62,9 @@ func New(svc *service.Service, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if opts.ProtocolLogger == nil {
+		opts.ProtocolLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	if opts.DefaultWait <= 0 {
 		opts.DefaultWait = 20 * time.Second
 	}
@@ -71,7 +77,7 @@ func New(svc *service.Service, opts Options) *Server {
 	s := &Server{svc: svc, opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "stepwise", Title: "stepwise workflow engine", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:       instructions,
-		Logger:             opts.Logger,
+		Logger:             opts.ProtocolLogger,
 		CompletionHandler:  s.complete,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
