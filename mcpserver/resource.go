@@ -185,5 +185,3 @@ func (s *Server) notifyRun(ctx context.Context, ev engine.Event) {
 		}
 	}
 }
-
-

@@ -484,7 +484,7 @@ func testWorkflowStats(t *testing.T, s store.Store) {
 	finish(named(base.Add(time.Second)), store.StatusSucceeded, 4*time.Second)
 	finish(named(base.Add(2*time.Second)), store.StatusFailed, 6*time.Second)
 	named(base.Add(3 * time.Second)) // still running
-	parent := named(base.Add(4 * time.Second), func(r *store.Run) { r.Status = store.StatusWaiting })
+	parent := named(base.Add(4*time.Second), func(r *store.Run) { r.Status = store.StatusWaiting })
 	// A sub-workflow run of the same workflow does not count.
 	finish(named(base.Add(5*time.Second), func(r *store.Run) { r.ParentID = parent.ID }), store.StatusCanceled, time.Second)
 	newRun(t, s) // another workflow
