@@ -11,6 +11,7 @@ import (
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -46,10 +47,18 @@ func decodeState(s string) (elicitState, error) {
 // await waits for a run to finish or pause. When it pauses on a question
 // the connected client can put before the person (elicitation), it asks
 // there and goes on with the answer; otherwise the pause is returned.
-func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration, elicit bool) (RunResult, error) {
-	problem := ""
+//
+// sub, opened before the action that set the run going, carries the events
+// for progress notifications.
+func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool) (RunResult, error) {
+	return s.awaitAsking(ctx, req, sub, runID, wait, elicit, "")
+}
+
+// awaitAsking is await where problem says what was wrong with the answer
+// the person gave last (to tell them when asking again).
+func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool, problem string) (RunResult, error) {
 	for round := 0; ; round++ {
-		if err := s.watch(ctx, req, runID, wait); err != nil {
+		if err := s.watchFrom(ctx, req, runID, wait, sub); err != nil {
 			return RunResult{}, err
 		}
 		v, err := s.svc.GetRun(ctx, runID)
@@ -143,19 +152,24 @@ func (s *Server) resumeElicitation(ctx context.Context, req *mcp.CallToolRequest
 	if err != nil {
 		return RunResult{}, err
 	}
+	sub := s.svc.Subscribe()
+	defer sub.Close()
 	v, err := s.svc.GetRun(ctx, st.Root)
 	if err != nil {
 		return RunResult{}, err
 	}
+	answered, problem := false, ""
 	if v.Pause != nil && v.Pause.Token == st.Token {
 		res, _ := req.Params.InputResponses["answer"].(*mcp.ElicitResult)
-		if res != nil {
-			if _, _, err := s.applyElicit(ctx, req, st, v.Pause, res, wait); err != nil {
-				return RunResult{}, err
-			}
+		if answered, problem, err = s.applyElicit(ctx, req, st, v.Pause, res, wait); err != nil {
+			return RunResult{}, err
 		}
 	}
-	return s.await(ctx, req, st.Root, wait, true)
+	if !answered {
+		// Declined or canceled: the pause goes to the agent.
+		return s.await(ctx, req, sub, st.Root, 0, false)
+	}
+	return s.awaitAsking(ctx, req, sub, st.Root, wait, true, problem)
 }
 
 // applyElicit continues the run with what the person gave. Declining or

@@ -143,10 +143,12 @@ func (s *Server) runExposed(name string) func(context.Context, *mcp.CallToolRequ
 		if req.Params.RequestState != "" {
 			return s.resumeElicitation(ctx, req, wait)
 		}
+		sub := s.svc.Subscribe()
+		defer sub.Close()
 		id, err := s.svc.StartRun(ctx, l, args, false)
 		if err != nil {
 			return nil, err
 		}
-		return s.await(ctx, req, id, wait, true)
+		return s.await(ctx, req, sub, id, wait, true)
 	}
 }

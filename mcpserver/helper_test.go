@@ -21,7 +21,7 @@ type env struct {
 	srv *Server
 }
 
-func newEnv(t *testing.T, opts Options, lookupEnv func(string) (string, bool)) *env {
+func newEnv(t *testing.T, opts Options, so service.Options) *env {
 	t.Helper()
 	home := t.TempDir()
 	lib := filepath.Join(home, "workflows")
@@ -37,7 +37,8 @@ func newEnv(t *testing.T, opts Options, lookupEnv func(string) (string, bool)) *
 			t.Fatal(err)
 		}
 	}
-	svc, err := service.Open(context.Background(), service.Options{Home: home, Durability: "normal", LookupEnv: lookupEnv})
+	so.Home, so.Durability = home, "normal"
+	svc, err := service.Open(context.Background(), so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,4 +85,11 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any, out any) b
 		}
 	}
 	return res.IsError
+}
+
+func readFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+func toText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

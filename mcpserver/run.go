@@ -124,6 +124,8 @@ func (s *Server) addRunTools() {
 			if req.Params.RequestState != "" {
 				return s.resumeElicitation(ctx, req, wait)
 			}
+			sub := s.svc.Subscribe()
+			defer sub.Close()
 			var l *service.Loaded
 			switch {
 			case in.Workflow != "" && in.Definition != "":
@@ -142,7 +144,7 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			return s.await(ctx, req, id, wait, true)
+			return s.await(ctx, req, sub, id, wait, true)
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_continue", Title: "Answer a pause",
@@ -157,6 +159,8 @@ func (s *Server) addRunTools() {
 			if req.Params.RequestState != "" {
 				return s.resumeElicitation(ctx, req, wait)
 			}
+			sub := s.svc.Subscribe()
+			defer sub.Close()
 			if strings.TrimSpace(in.Token) == "" {
 				return RunResult{}, argumentsError("token is required: use the token of the pause exactly as returned")
 			}
@@ -168,7 +172,7 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			return s.await(ctx, req, root, wait, true)
+			return s.await(ctx, req, sub, root, wait, true)
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
@@ -249,10 +253,12 @@ func (s *Server) addRunTools() {
 			if req.Params.RequestState != "" {
 				return s.resumeElicitation(ctx, req, wait)
 			}
+			sub := s.svc.Subscribe()
+			defer sub.Close()
 			if err := s.svc.RetryRun(ctx, in.RunID, in.Inputs); err != nil {
 				return RunResult{}, err
 			}
-			return s.await(ctx, req, in.RunID, wait, true)
+			return s.await(ctx, req, sub, in.RunID, wait, true)
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_fork", Title: "Fork a run",
@@ -266,11 +272,13 @@ func (s *Server) addRunTools() {
 			if req.Params.RequestState != "" {
 				return s.resumeElicitation(ctx, req, wait)
 			}
+			sub := s.svc.Subscribe()
+			defer sub.Close()
 			id, err := s.svc.ForkRun(ctx, in.RunID, in.FromStep, in.Inputs)
 			if err != nil {
 				return RunResult{}, err
 			}
-			return s.await(ctx, req, id, wait, true)
+			return s.await(ctx, req, sub, id, wait, true)
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_pause", Title: "Hold a run",
@@ -294,10 +302,12 @@ func (s *Server) addRunTools() {
 			if req.Params.RequestState != "" {
 				return s.resumeElicitation(ctx, req, wait)
 			}
+			sub := s.svc.Subscribe()
+			defer sub.Close()
 			if _, err := s.svc.Resume(ctx, in.RunID); err != nil {
 				return RunResult{}, err
 			}
-			return s.await(ctx, req, in.RunID, wait, true)
+			return s.await(ctx, req, sub, in.RunID, wait, true)
 		})
 }
 
@@ -312,12 +322,18 @@ func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
 // watch waits for a run, sending progress notifications when the caller
 // asked for them (a progress token) as steps complete.
 func (s *Server) watch(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration) error {
+	return s.watchFrom(ctx, req, runID, wait, nil)
+}
+
+// watchFrom is watch reading events from a subscription opened before
+// the action that set the run going (nil: one opened now).
+func (s *Server) watchFrom(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration, sub *service.Subscription) error {
 	if wait <= 0 {
 		return nil
 	}
 	tok := req.Params.GetProgressToken()
 	done := 0.0
-	_, err := s.svc.Watch(ctx, runID, wait, func(ev engine.Event) {
+	_, err := s.svc.Watch(ctx, runID, wait, sub, func(ev engine.Event) {
 		if tok == nil || req.Session == nil {
 			return
 		}

@@ -3,10 +3,12 @@ package mcpserver
 import (
 	"strings"
 	"testing"
+
+	"stepwise.dev/stepwise/service"
 )
 
 func TestScriptedSession(t *testing.T) {
-	e := newEnv(t, Options{}, nil)
+	e := newEnv(t, Options{}, service.Options{})
 	cs := e.connect(nil)
 
 	var list WorkflowListOut

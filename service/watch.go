@@ -9,17 +9,39 @@ import (
 	"stepwise.dev/stepwise/store"
 )
 
+// Subscription is a stream of every run's events, opened before an action
+// so that a Watch after it misses none of the events the action caused.
+type Subscription struct {
+	events <-chan engine.Event
+	stop   func()
+}
+
+// Subscribe opens a Subscription; Close it when done.
+func (s *Service) Subscribe() *Subscription {
+	events, stop := s.Engine.Subscribe("")
+	return &Subscription{events: events, stop: stop}
+}
+
+// Close ends the subscription.
+func (sub *Subscription) Close() { sub.stop() }
+
 // Watch waits like Wait — until the run stops running or timeout passes
 // (<= 0: no limit) — and calls onEvent with each event of the run as it
-// happens. It returns the run's status.
-func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration, onEvent func(engine.Event)) (string, error) {
+// happens. With sub, events are read from it (those since it was opened
+// included); without, from a subscription opened now. It returns the
+// run's status.
+func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration, sub *Subscription, onEvent func(engine.Event)) (string, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	events, stop := s.Engine.Subscribe(runID)
-	defer stop()
+	if sub == nil {
+		sub = &Subscription{}
+		sub.events, sub.stop = s.Engine.Subscribe(runID)
+		defer sub.Close()
+	}
+	events := sub.events
 	tick := time.NewTicker(500 * time.Millisecond) // a driver in another process publishes nothing here
 	defer tick.Stop()
 	for {
@@ -43,7 +65,11 @@ func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration
 				return run.Status, ctx.Err()
 			case ev, ok := <-events:
 				if !ok {
+					events = nil // closed: poll
 					break wait
+				}
+				if ev.RunID != runID {
+					continue
 				}
 				if onEvent != nil {
 					onEvent(ev)

@@ -1,0 +1,198 @@
+#!/usr/bin/env node
+// A scripted MCP session against `stepwise serve`, from the TypeScript SDK:
+// the same session over stdio and over streamable HTTP.
+//
+//   node e2e/ts/session.mjs /path/to/stepwise
+//
+// Prints one line per check passed; exits 1 at the first failed check.
+import { spawn } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const bin = process.argv[2];
+if (!bin) {
+  console.error("usage: node session.mjs /path/to/stepwise");
+  process.exit(2);
+}
+const testdata = resolve(dirname(fileURLToPath(import.meta.url)), "../../mcpserver/testdata");
+const homes = [];
+let label = "";
+
+function fail(what, detail) {
+  console.error(`FAIL [${label}] ${what}`);
+  if (detail !== undefined) console.error(JSON.stringify(detail, null, 2));
+  process.exitCode = 1;
+  throw new Error(`check failed: ${what}`);
+}
+
+function check(ok, what, detail) {
+  if (!ok) fail(what, detail);
+  console.log(`ok   [${label}] ${what}`);
+}
+
+// withTimeout rejects when promise takes longer than ms.
+function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms}ms: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+// newHome makes a stepwise home whose library holds greet.yaml.
+function newHome() {
+  const home = mkdtempSync(join(tmpdir(), "stepwise-e2e-"));
+  homes.push(home);
+  mkdirSync(join(home, "workflows"));
+  copyFileSync(join(testdata, "greet.yaml"), join(home, "workflows", "greet.yaml"));
+  return home;
+}
+
+// startHTTP runs `stepwise serve --http 127.0.0.1:0` and returns the URL it
+// prints on stderr (…serving MCP at URL) and the process.
+function startHTTP(home) {
+  const proc = spawn(bin, ["--home", home, "serve", "--http", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+  const url = new Promise((res, rej) => {
+    let buf = "";
+    proc.stderr.setEncoding("utf8");
+    proc.stderr.on("data", (chunk) => {
+      buf += chunk;
+      const m = buf.match(/stepwise: serving MCP at (\S+)/);
+      if (m) res(m[1]);
+    });
+    proc.on("error", rej);
+    proc.on("exit", (code) => rej(new Error(`stepwise serve --http exited (${code}) before serving:\n${buf}`)));
+  });
+  return { proc, url: withTimeout(url, 15000, "stepwise serve --http to print its URL") };
+}
+
+async function session(client) {
+  const call = async (name, args, options) => {
+    const res = await client.callTool({ name, arguments: args }, undefined, options);
+    return { isError: res.isError === true, out: res.structuredContent ?? {} };
+  };
+
+  // tools/list
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  const want = ["workflow_list", "workflow_validate", "run_start", "run_continue", "run_get", "run_list", "run_cancel"];
+  check(want.every((n) => names.includes(n)), `tools/list has ${want.join(", ")}`, names);
+
+  // workflow_list
+  let r = await call("workflow_list", {});
+  check(!r.isError && r.out.workflows?.some((w) => w.name === "greet"), "workflow_list finds greet", r);
+
+  // workflow_validate: invalid content, then a library name
+  const invalid = "version: 1\nname: x\nsteps:\n  - id: a\n    uses: log\n    with: {message: '${{ inputs.nope }}'}\n";
+  r = await call("workflow_validate", { content: invalid });
+  check(!r.isError && r.out.valid === false && r.out.violations?.length > 0 && r.out.violations.every((v) => v.line > 0),
+    "workflow_validate of invalid content: valid false, violations with line numbers", r);
+  r = await call("workflow_validate", { name: "greet" });
+  check(!r.isError && r.out.valid === true, "workflow_validate greet: valid", r);
+
+  // run_start: pauses on the question
+  r = await call("run_start", { workflow: "greet" });
+  const run = r.out;
+  check(!r.isError && run.status === "waiting" && run.pause?.kind === "question" && run.pause.token,
+    "run_start greet: waiting on a question with a token", r);
+  const token = run.pause.token;
+
+  // an invalid answer is refused and changes nothing
+  r = await call("run_continue", { token, value: "lowercase" });
+  check(r.isError && r.out.error_code === "ANSWER_INVALID" && r.out.violations?.length > 0,
+    "run_continue \"lowercase\": error ANSWER_INVALID with violations", r);
+  r = await call("run_get", { run_id: run.run_id });
+  check(!r.isError && r.out.status === "waiting" && r.out.pause?.token === token, "run_get: run unchanged, same token", r);
+
+  // a valid answer: the agent step pauses
+  r = await call("run_continue", { token, value: "Ada" });
+  check(!r.isError && r.out.status === "waiting" && r.out.pause?.kind === "agent" && r.out.pause.output_schema,
+    "run_continue \"Ada\": agent pause with output_schema", r);
+  const agentToken = r.out.pause.token;
+  r = await call("run_continue", { token: agentToken, value: { line: 3 } });
+  check(r.isError && r.out.error_code === "ANSWER_INVALID", "run_continue {line: 3}: error ANSWER_INVALID", r);
+  r = await call("run_continue", { token: agentToken, value: { line: "Hi Ada!" } });
+  check(!r.isError && r.out.status === "succeeded" && r.out.outputs?.line === "Hi Ada!" && r.out.outputs?.name === "Ada",
+    "run_continue {line: \"Hi Ada!\"}: succeeded with outputs {line, name}", r);
+
+  // resources
+  const read = async (uri) => (await client.readResource({ uri })).contents[0];
+  let c = await read("stepwise://docs/workflows");
+  check(c?.mimeType === "text/markdown" && c.text.length > 1000, "resources/read stepwise://docs/workflows", c?.mimeType);
+  c = await read("stepwise://schema/workflow");
+  check(JSON.parse(c.text).type === "object", "resources/read stepwise://schema/workflow: a JSON Schema");
+  c = await read("stepwise://workflows");
+  check(JSON.parse(c.text).workflows?.some((w) => w.name === "greet"), "resources/read stepwise://workflows lists greet", c);
+  c = await read(`stepwise://runs/${run.run_id}`);
+  const runRes = JSON.parse(c.text);
+  check(runRes.run_id === run.run_id && runRes.status === "succeeded", `resources/read stepwise://runs/{run_id}: succeeded`, runRes);
+
+  // subscribe to a new run, continue it: resources/updated for its URI
+  r = await call("run_start", { workflow: "greet" });
+  const uri = `stepwise://runs/${r.out.run_id}`;
+  const updated = new Promise((res) => {
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      if (n.params.uri === uri) res(n);
+    });
+  });
+  await client.subscribeResource({ uri });
+  r = await call("run_continue", { token: r.out.pause.token, value: "Ada" });
+  check(!r.isError && r.out.status === "waiting", "run_continue of a subscribed run", r);
+  await withTimeout(updated, 10000, `notifications/resources/updated for ${uri}`);
+  check(true, "notifications/resources/updated arrived for the subscribed run");
+  await client.unsubscribeResource({ uri });
+
+  // progress: steps complete while run_continue waits
+  r = await call("run_start", { workflow: "greet" });
+  const progress = [];
+  r = await call("run_continue", { token: r.out.pause.token, value: "Ada" }, { onprogress: (p) => progress.push(p) });
+  check(!r.isError && r.out.status === "waiting" && r.out.pause?.kind === "agent", "run_continue with a progress token", r);
+  check(progress.length >= 2 && progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress),
+    `progress notifications arrived, increasing (${progress.map((p) => p.message).join("; ")})`, progress);
+}
+
+async function withClient(transport, body) {
+  const client = new Client({ name: "stepwise-e2e-ts", version: "1.0.0" });
+  await withTimeout(client.connect(transport), 15000, "connect");
+  try {
+    await withTimeout(body(client), 60000, "the session");
+  } finally {
+    await client.close();
+  }
+}
+
+async function main() {
+  label = "stdio";
+  await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve"], stderr: "ignore" }), session);
+
+  label = "http";
+  const server = startHTTP(newHome());
+  try {
+    const url = await server.url;
+    check(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(url), `serve --http 127.0.0.1:0 printed its URL ${url}`);
+    await withClient(new StreamableHTTPClientTransport(new URL(url)), session);
+  } finally {
+    const p = server.proc;
+    if (p.exitCode === null && p.signalCode === null) {
+      const exited = new Promise((res) => p.once("exit", res));
+      p.kill("SIGTERM");
+      await withTimeout(exited, 10000, "stepwise serve to exit on SIGTERM").catch(() => p.kill("SIGKILL"));
+    }
+  }
+  console.log("ok   all checks passed");
+}
+
+try {
+  await main();
+} catch (err) {
+  if (!process.exitCode) console.error(`FAIL [${label}] ${err.stack ?? err}`);
+  process.exitCode = 1;
+} finally {
+  for (const h of homes) rmSync(h, { recursive: true, force: true });
+}
