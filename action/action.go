@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Safety tiers of an action.
@@ -26,15 +27,24 @@ const (
 type Call struct {
 	// Input is the step's rendered `with`.
 	Input map[string]any
-	// IdempotencyKey is run/step/attempt: the same for re-executions of
-	// the same attempt after a crash.
+	// IdempotencyKey names one execution of the step (run/step, with
+	// #visit for a repeated visit and /repeat-N for a repeat's N-th poll;
+	// nested steps use their instance key). It is the same for every retry
+	// of that execution and for a re-execution after a crash, so a callee
+	// can recognize a repeated request.
 	IdempotencyKey string
+	// Attempt counts the tries of this execution, from 1 (retries).
+	Attempt int
 	// Logger receives the action's log lines (already tied to the run and
 	// step, and masking secrets).
 	Logger *slog.Logger
 	// Output receives free-form text output (progress, command output); it
 	// is never stdout of the server.
 	Output io.Writer
+	// Scope keeps what the action may reuse in later steps of the same run
+	// (connections) and is closed when the engine's driver for the run
+	// exits. It may be nil (a call outside a driver).
+	Scope *Scope
 }
 
 // Action is an executable kind of automated step.
@@ -55,6 +65,10 @@ type Action interface {
 type Error struct {
 	Err       error
 	Retryable bool
+	// RetryAfter is how long the callee asked to wait before trying again
+	// (an HTTP Retry-After); the engine waits at least that long, within
+	// the step's max_backoff. Zero when the callee said nothing.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
@@ -70,6 +84,10 @@ func Retryable(err error) bool {
 type Registry struct {
 	mu      sync.RWMutex
 	actions map[string]Action
+	schemas schemaCache
+	// gen counts registrations and removals, so that what is derived
+	// from the registry (a search index) knows when to rebuild.
+	gen uint64
 }
 
 // NewRegistry returns a registry holding the given actions.
@@ -83,7 +101,7 @@ func NewRegistry(actions ...Action) *Registry {
 
 // Builtins returns a registry with the built-in actions.
 func Builtins() *Registry {
-	return NewRegistry(Log{}, Transform{}, Noop{})
+	return NewRegistry(Log{}, Transform{}, Noop{}, HTTP{})
 }
 
 // Register adds (or replaces) an action.
@@ -91,6 +109,36 @@ func (r *Registry) Register(a Action) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.actions[a.Name()] = a
+	r.schemas.drop(a.Name())
+	r.gen++
+}
+
+// Unregister removes an action (a catalog disabled or removed).
+func (r *Registry) Unregister(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.actions, name)
+	r.schemas.drop(name)
+	r.gen++
+}
+
+// Generation changes whenever an action is registered, replaced or
+// removed.
+func (r *Registry) Generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
+}
+
+// Infos describes every registered action, sorted by name.
+func (r *Registry) Infos() []Info {
+	var out []Info
+	for _, n := range r.Names() {
+		if a, ok := r.Get(n); ok {
+			out = append(out, InfoOf(a))
+		}
+	}
+	return out
 }
 
 // Get returns the named action.

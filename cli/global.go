@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store/sqlite"
@@ -26,12 +27,14 @@ type globals struct {
 	home       string
 	durability string
 	tokenTTL   time.Duration
+	workspace  string
 }
 
 func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&g.home, "home", "", "home directory (default $STEPWISE_HOME or ~/.stepwise)")
 	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
 	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
+	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", "the directory shell and file actions work in (default HOME/workspace)")
 }
 
 func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Service, error) {
@@ -46,7 +49,11 @@ func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Se
 	if actionOutput == nil {
 		actionOutput = io.Discard
 	}
-	return g.openWith(ctx, service.Options{ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second})
+	// Local runs may run commands — shell steps, mcp steps that start a
+	// server program of their own: whoever types `stepwise run` could run
+	// them in the same terminal. Only a server keeps them off by default.
+	return g.openWith(ctx, service.Options{ActionOutput: actionOutput, ShutdownGrace: 2 * time.Second,
+		ShellPolicy: action.ShellPolicy{Enabled: true}, AllowInlineMCPCommands: true})
 }
 
 // openWith opens the service with the global flags applied to opts.
@@ -57,7 +64,7 @@ func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.
 	if g.tokenTTL <= 0 {
 		return nil, usageErr("--token-ttl must be positive")
 	}
-	opts.Home, opts.Durability, opts.TokenTTL = g.home, g.durability, g.tokenTTL
+	opts.Home, opts.Durability, opts.TokenTTL, opts.Workspace = g.home, g.durability, g.tokenTTL, g.workspace
 	svc, err := service.Open(ctx, opts)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, msg: err.Error()}
@@ -92,7 +99,7 @@ func describe(err error) *exitError {
 			b.WriteString(" (" + e.Suggestion + ")")
 		}
 		code := ExitInvalid
-		if e.Category == engine.CategoryNotFound {
+		if e.Category == engine.CategoryNotFound || e.Category == service.CategorySecurity {
 			code = ExitUsage
 		}
 		return &exitError{code: code, msg: b.String()}

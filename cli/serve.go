@@ -18,9 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/mcpserver"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // DefaultHTTPAddr is where `serve --http` listens when no address is given.
@@ -33,10 +35,15 @@ type serveOptions struct {
 	tlsCert, tlsKey string
 	sessionTimeout  time.Duration
 	expose          bool
+	catalogURLs     bool
 	allowOrigins    []string
 	publicURL       string
 	logFile         string
 	logLevel        string
+	retention       string
+	maxRuns         int
+	allowShell      bool
+	allowShellCmds  []string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -47,6 +54,9 @@ func newServeCmd(g *globals) *cobra.Command {
 		Long: "serve runs stepwise as an MCP server. Over stdio (the default) an MCP client starts it as a\n" +
 			"subprocess; with --http it listens for streamable HTTP at /mcp (default " + DefaultHTTPAddr + ").\n" +
 			"Runs keep going between calls; after a restart, interrupted runs resume.\n" +
+			"Workflows may not run commands (shell steps, mcp steps with an inline command) unless --allow-shell\n" +
+			"(or, for shell steps, --allow-shell-cmd NAME) says so; shell and file work in the workspace\n" +
+			"(--workspace, default HOME/workspace).\n" +
 			"Exit codes: 0 the client disconnected or SIGTERM, 2 usage error, 130 interrupted (Ctrl-C).",
 		Args: func(cmd *cobra.Command, args []string) error {
 			// "--http ADDR" with a space: the flag's optional value leaves
@@ -73,10 +83,15 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.tlsKey, "tls-key", "", "the private key file of --tls-cert")
 	f.DurationVar(&o.sessionTimeout, "session-timeout", 30*time.Minute, "close HTTP sessions idle this long")
 	f.BoolVar(&o.expose, "expose-workflows", false, "make each library workflow a tool wf_<name> taking its inputs")
+	f.BoolVar(&o.catalogURLs, "allow-catalog-urls", false, "let MCP callers import OpenAPI catalogs from http(s) URLs (the server fetches them)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "browser origin allowed to call /mcp besides the server's own (repeatable)")
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, for links to secret pages (default: from --http)")
 	f.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.retention, "retention", "", "purge finished runs and their history once they are this old (e.g. 30d), at start and hourly")
+	f.IntVar(&o.maxRuns, "max-runs", 0, "keep at most this many finished runs, the newest, purging older ones with their history (0: no limit)")
+	f.BoolVar(&o.allowShell, "allow-shell", false, "let workflows run any command on this machine: shell steps, mcp steps with an inline command (off for MCP callers otherwise)")
+	f.StringArrayVar(&o.allowShellCmds, "allow-shell-cmd", nil, "let shell steps run this program, by name as written in command: (repeatable)")
 	return cmd
 }
 
@@ -102,6 +117,19 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return usageErr("--tls-cert and --tls-key go together")
+	}
+	var retention time.Duration
+	if o.retention != "" {
+		if retention, err = workflow.ParseDuration(o.retention); err != nil {
+			return usageErr("--retention: %v", err)
+		}
+	}
+	if o.maxRuns < 0 {
+		return usageErr("--max-runs %d: give 0 (no limit) or more", o.maxRuns)
+	}
+	shell, err := o.shellPolicy()
+	if err != nil {
+		return err
 	}
 
 	// Logs: stderr (never stdout: over stdio it carries JSON-RPC only) or a
@@ -141,7 +169,8 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 
 	ctx, stop, which := serveSignals()
 	defer stop()
-	svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second})
+	svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
+		Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, AllowInlineMCPCommands: o.allowShell})
 	if err != nil {
 		return err
 	}
@@ -160,10 +189,12 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		_ = svc.Close(closeCtx)
 	}()
 
+	// What the server lets workflows touch goes on its "serving" log line.
+	policy := []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow}
 	if ln != nil {
-		err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr())
+		err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
 	} else {
-		err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr())
+		err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), policy)
 	}
 	switch which() {
 	case os.Interrupt:
@@ -172,6 +203,20 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		return nil
 	}
 	return err
+}
+
+// shellPolicy is what the shell action may run for this server's callers:
+// nothing unless the operator says so.
+func (o *serveOptions) shellPolicy() (action.ShellPolicy, error) {
+	if o.allowShell && len(o.allowShellCmds) > 0 {
+		return action.ShellPolicy{}, usageErr("give --allow-shell (every command) or --allow-shell-cmd (these programs), not both")
+	}
+	for _, name := range o.allowShellCmds {
+		if strings.TrimSpace(name) == "" || strings.ContainsRune(name, 0) {
+			return action.ShellPolicy{}, usageErr("--allow-shell-cmd %q: give a program name (or an exact path)", name)
+		}
+	}
+	return action.ShellPolicy{Enabled: o.allowShell || len(o.allowShellCmds) > 0, Allow: o.allowShellCmds}, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -242,7 +287,7 @@ func serveSignals() (context.Context, func(), func() os.Signal) {
 	}
 }
 
-func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger, stderr io.Writer) error {
+func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger, stderr io.Writer, policy []any) error {
 	if term.IsTerminal(int(os.Stdin.Fd())) {
 		fmt.Fprintln(stderr, "stepwise serve speaks MCP (JSON-RPC) on stdin/stdout: register it in an MCP client (see the README), or use --http.")
 	}
@@ -250,7 +295,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	logger.Info("serving MCP over stdio")
+	logger.Info("serving MCP over stdio", policy...)
 	err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: out})
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")) {
 		return nil
@@ -258,14 +303,14 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 	return err
 }
 
-func serveHTTP(ctx context.Context, ln net.Listener, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, ln net.Listener, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any) error {
 	hs := &http.Server{
 		Handler:           srv.HTTPHandler(mcpserver.HTTPOptions{AuthTokens: o.authTokens, SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stderr, "stepwise: serving MCP at %s/mcp\n", baseURL)
-	logger.Info("serving MCP over HTTP", "url", baseURL+"/mcp", "auth", len(o.authTokens) > 0)
+	logger.Info("serving MCP over HTTP", append([]any{"url", baseURL + "/mcp", "auth", len(o.authTokens) > 0}, policy...)...)
 	errc := make(chan error, 1)
 	go func() {
 		if o.tlsCert != "" {

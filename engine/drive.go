@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
@@ -25,7 +28,8 @@ var errParked = errors.New("parked")
 const maxVisits = 10_000
 
 // drive advances a run until it waits, finishes, or the engine stops.
-func (e *Engine) drive(ctx context.Context, runID string) {
+// scope is handed to every action the run calls (see action.Scope).
+func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope) {
 	for attempt := 0; ; attempt++ {
 		rs, err := e.load(ctx, runID)
 		if err != nil {
@@ -34,6 +38,7 @@ func (e *Engine) drive(ctx context.Context, runID string) {
 			}
 			return
 		}
+		rs.scope = scope
 		if rs.run.Status == store.StatusWaiting && !rs.state.Deadline.IsZero() && !e.now().Before(rs.state.Deadline) {
 			if err := e.expireWaiting(ctx, rs); err != nil && ctx.Err() == nil {
 				e.log.Error("expire run", "run_id", runID, "err", err)
@@ -155,14 +160,23 @@ type stepExec struct {
 	wait *Wait
 }
 
-func (sx *stepExec) idempotencyKey(runID string, attempt int) string {
-	if sx.iteration > 1 {
-		attempt = attempt*1000 + sx.iteration // distinct per repeat iteration
-	}
+// idempotencyKey names one execution of a step for the callee: run/key,
+// with #visit when the step runs again (a goto loop) and /repeat-N for the
+// N-th poll of a repeat. It deliberately leaves out the attempt: the
+// retries of one execution resend the same request, and a server that
+// de-duplicates by Idempotency-Key can only do so when every retry (and a
+// re-execution after a crash) carries the same key. A new visit or a new
+// poll is a new request and gets a new key. The attempt number travels
+// separately (action.Call.Attempt).
+func (sx *stepExec) idempotencyKey(runID string) string {
+	k := runID + "/" + sx.key
 	if sx.visit > 1 {
-		return fmt.Sprintf("%s/%s#%d/%d", runID, sx.key, sx.visit, attempt)
+		k += "#" + strconv.Itoa(sx.visit)
 	}
-	return fmt.Sprintf("%s/%s/%d", runID, sx.key, attempt)
+	if sx.iteration > 1 {
+		k += "/repeat-" + strconv.Itoa(sx.iteration)
+	}
+	return k
 }
 
 // next returns a copy of the state with the cursor moved to cursor and no
@@ -416,6 +430,9 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 	if input == nil {
 		input = map[string]any{}
 	}
+	if vs := e.actions.CheckInput(act, input); len(vs) > 0 {
+		return e.stepFailed(ctx, rs, sx, rs.mask.Mask(inputProblem(s.Uses, vs)), false)
+	}
 	callCtx := ctx
 	if s.Timeout != "" {
 		d, err := renderDuration(s.Timeout, env)
@@ -453,6 +470,15 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 		return e.repeatOrFinish(ctx, rs, sx, env, output)
 	}
 	return e.succeedStep(ctx, rs, sx, &result{Output: output}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+}
+
+// inputProblem says why an action refused its rendered input.
+func inputProblem(uses string, vs []workflow.Violation) string {
+	msgs := make([]string, len(vs))
+	for i, v := range vs {
+		msgs[i] = v.Message
+	}
+	return uses + ": invalid input: " + strings.Join(msgs, "; ")
 }
 
 // toData converts an action's output to the JSON data model.

@@ -203,14 +203,29 @@ func (e *Engine) schedule(runID string) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		defer cancel()
+		defer func() { cancel() }()
+		// What actions keep open for this run (connections) lives as long
+		// as this driver: closed before wg.Done, so Close waits for it.
+		scope := action.NewScope()
+		defer func() {
+			if err := scope.Close(); err != nil {
+				e.log.Warn("close the run's action resources", "run_id", runID, "err", err)
+			}
+		}()
 		for {
 			e.sem <- struct{}{}
-			e.drive(ctx, runID)
+			e.drive(ctx, runID, scope)
 			<-e.sem
 			e.mu.Lock()
-			if d.again && !e.stopping && ctx.Err() == nil {
+			if d.again && !e.stopping {
 				d.again = false
+				if ctx.Err() != nil {
+					// Interrupted, then scheduled again (a cancel that hands
+					// the run to its compensations): drive with a fresh context.
+					cancel()
+					ctx, cancel = context.WithCancel(e.stepCtx)
+					d.cancel = cancel
+				}
 				e.mu.Unlock()
 				continue
 			}

@@ -41,6 +41,10 @@ type Error struct {
 	Message  string
 	RunID    string
 	StepID   string
+	// Workflow names the workflow concerned, when there is one.
+	Workflow string
+	// CurrentVersion is a workflow's version when a write conflicted with it.
+	CurrentVersion string
 	// Violations lists every problem of an invalid input or answer.
 	Violations []workflow.Violation
 	// Retryable says whether the same call may succeed later.

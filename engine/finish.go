@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -125,11 +126,13 @@ func (e *Engine) finish(ctx context.Context, rs *runState) error {
 	}, next)
 }
 
-// invoke runs a bare action (compensation, hook) with its retries, which
-// are not durable: the operation is recorded only when it ends, so after a
-// crash it simply runs again.
-// first is the number of the first attempt (for the idempotency key).
-func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with map[string]any, timeout string, retry *workflow.Retry, env map[string]any, first int) (any, int, error) {
+// invoke runs a bare action (compensation, hook, nested step) with its
+// retries, which are not durable: the operation is recorded only when it
+// ends, so after a crash it simply runs again. sx names the execution — its
+// key and visit make the idempotency key, the same for every attempt — and
+// sx.attempt is the number of the first attempt.
+func (e *Engine) invoke(ctx context.Context, rs *runState, sx *stepExec, op workflow.Action, env map[string]any) (any, int, error) {
+	uses, with, timeout, retry, first := op.Uses, op.With, op.Timeout, op.Retry, max(sx.attempt, 1)
 	if env == nil {
 		env = rs.env(e.lookupEnv)
 	}
@@ -145,11 +148,16 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with
 		}
 		input, _ = rendered.(map[string]any)
 	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	if vs := e.actions.CheckInput(act, input); len(vs) > 0 {
+		return nil, 1, errors.New(rs.mask.Mask(inputProblem(uses, vs)))
+	}
 	attempts := first
 	if retry != nil {
 		attempts = retry.Attempts
 	}
-	sx := &stepExec{s: &workflow.Step{ID: id}, key: id, visit: 1, started: e.now().UTC()}
 	var lastErr error
 	for a := first; a <= attempts; a++ {
 		sx.attempt = a
@@ -168,8 +176,11 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with
 			return nil, a, errInterrupted
 		}
 		lastErr = err
+		if permanent(err) {
+			return nil, a, err // bad input, a 4xx: trying again cannot help
+		}
 		if a < attempts {
-			wait := backoff(retry, a, env)
+			wait := retryDelay(retry, a, env, err)
 			select {
 			case <-ctx.Done():
 				return nil, a, errInterrupted
@@ -185,7 +196,8 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, id, uses string, with
 func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, comp *workflow.Action, key string) error {
 	started := e.now().UTC()
 	id := compensationID(d.stepID)
-	out, attempts, err := e.invoke(ctx, rs, id, comp.Uses, comp.With, comp.Timeout, comp.Retry, nil, 1)
+	sx := &stepExec{s: &workflow.Step{ID: id}, key: key, visit: d.visit, started: started, attempt: 1}
+	out, attempts, err := e.invoke(ctx, rs, sx, *comp, nil)
 	if err == errInterrupted {
 		return errInterrupted
 	}
@@ -214,7 +226,8 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 			return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row}}, rs.state)
 		}
 	}
-	out, attempts, err := e.invoke(ctx, rs, id, h.Uses, h.With, h.Timeout, h.Retry, nil, 1)
+	sx := &stepExec{s: &workflow.Step{ID: id}, key: id, visit: 1, started: started, attempt: 1}
+	out, attempts, err := e.invoke(ctx, rs, sx, workflow.Action{Uses: h.Uses, With: h.With, Timeout: h.Timeout, Retry: h.Retry}, nil)
 	if err == errInterrupted {
 		return errInterrupted
 	}

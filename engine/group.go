@@ -326,7 +326,8 @@ func (e *Engine) nestedAction(ctx context.Context, rs *runState, sx *stepExec, e
 		}
 	}
 	e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: store.StatusRunning})
-	out, _, err := e.invoke(ctx, rs, sx.key, s.Uses, s.With, s.Timeout, nil, env, sx.attempt)
+	// No retry here: a nested retry waits on a durable wake-up (below).
+	out, _, err := e.invoke(ctx, rs, sx, workflow.Action{Uses: s.Uses, With: s.With, Timeout: s.Timeout}, env)
 	if errors.Is(err, errInterrupted) {
 		return nil, err
 	}
@@ -343,7 +344,7 @@ func (e *Engine) nestedAction(ctx context.Context, rs *runState, sx *stepExec, e
 		return nil, errInterrupted
 	}
 	now := e.now().UTC()
-	delay := backoff(s.Retry, sx.attempt, env)
+	delay := retryDelay(s.Retry, sx.attempt, env, err)
 	msg := rs.mask.Mask(err.Error())
 	c := store.Commit{
 		Attempts:  []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: sx.attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
@@ -417,6 +418,9 @@ func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, en
 	var req Request
 	if sx.s.Ask != nil {
 		q, err := e.questionRequest(ctx, rs, sx, env)
+		if errors.Is(err, errInterrupted) {
+			return nil, err
+		}
 		if err != nil {
 			r := &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}
 			return r, e.recordInstance(ctx, rs, sx, r)

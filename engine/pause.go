@@ -40,6 +40,9 @@ type Question struct {
 	Previous bool   `json:"previous,omitempty"`
 	Help     string `json:"help,omitempty"`
 	Secret   bool   `json:"secret,omitempty"`
+	// ChoicesError says why choices_from gave no choices: the question is
+	// then asked as free text.
+	ChoicesError string `json:"choices_error,omitempty"`
 }
 
 // Request is what a pause asks for: a question (or form) for a person, or
@@ -71,6 +74,9 @@ type Pause struct {
 func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
 	q := sx.s.Ask
 	req, err := e.questionRequest(ctx, rs, sx, env)
+	if errors.Is(err, errInterrupted) {
+		return err
+	}
 	if err != nil {
 		return e.stepFailed(ctx, rs, sx, err.Error(), false)
 	}
@@ -140,8 +146,9 @@ func (e *Engine) questionRequest(ctx context.Context, rs *runState, sx *stepExec
 	a := sx.s.Ask
 	req := Request{Kind: KindQuestion, StepID: sx.s.ID, Title: sx.s.Title}
 	prev, hasPrev := e.previousAnswer(rs, sx)
+	from := func(cf *workflow.ChoicesFrom) ([]workflow.Choice, error) { return e.choicesFrom(ctx, rs, sx, cf, env) }
 	if a.Fields == nil {
-		q, err := renderQuestion(a, env)
+		q, err := renderQuestion(a, env, from)
 		if err != nil {
 			return req, err
 		}
@@ -158,7 +165,7 @@ func (e *Engine) questionRequest(ctx context.Context, rs *runState, sx *stepExec
 	req.Prompt, req.Type = expr.Text(prompt), "form"
 	prevForm, _ := prev.(map[string]any)
 	for _, f := range a.Fields {
-		q, err := renderQuestion(&f.Ask, env)
+		q, err := renderQuestion(&f.Ask, env, from)
 		if err != nil {
 			return req, fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -171,7 +178,9 @@ func (e *Engine) questionRequest(ctx context.Context, rs *runState, sx *stepExec
 	return req, nil
 }
 
-func renderQuestion(a *workflow.Ask, env map[string]any) (Question, error) {
+// renderQuestion renders a question for asking; from resolves
+// choices_from (an action call).
+func renderQuestion(a *workflow.Ask, env map[string]any, from func(*workflow.ChoicesFrom) ([]workflow.Choice, error)) (Question, error) {
 	q := Question{Type: a.QuestionType(), Pattern: a.Pattern, Min: a.Min, Max: a.Max, Secret: a.Secret, Choices: a.Choices.List}
 	prompt, err := expr.Render(a.Prompt, env)
 	if err != nil {
@@ -190,17 +199,22 @@ func renderQuestion(a *workflow.Ask, env map[string]any) (Question, error) {
 		if err != nil {
 			return q, fmt.Errorf("choices: %w", err)
 		}
-		list, ok := v.([]any)
-		if !ok || len(list) == 0 {
-			return q, fmt.Errorf("choices: the expression gave %s, not a non-empty list", expr.Text(v))
+		if q.Choices, err = choiceList(v); err != nil {
+			return q, fmt.Errorf("choices: the expression gave %s, %w", expr.Text(v), err)
 		}
-		for _, c := range list {
-			switch x := c.(type) {
-			case map[string]any:
-				q.Choices = append(q.Choices, workflow.Choice{Value: x["value"], Label: expr.Text(x["label"]), Description: expr.Text(x["description"])})
-			default:
-				q.Choices = append(q.Choices, workflow.Choice{Value: x})
-			}
+	}
+	if a.ChoicesFrom != nil && from != nil {
+		choices, err := from(a.ChoicesFrom)
+		switch {
+		case errors.Is(err, errInterrupted):
+			return q, err
+		case err != nil:
+			// Better ask without choices than not at all: the person (or
+			// agent) sees why and types the value (as text).
+			q.ChoicesError = err.Error()
+			q.Type, q.Min, q.Max = "string", nil, nil
+		default:
+			q.Choices = choices
 		}
 	}
 	if a.Default != nil {
@@ -211,6 +225,63 @@ func renderQuestion(a *workflow.Ask, env map[string]any) (Question, error) {
 		q.Default = d
 	}
 	return q, nil
+}
+
+// choiceList reads a list of choices: scalars, or {value, label,
+// description} objects.
+func choiceList(v any) ([]workflow.Choice, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, fmt.Errorf("not a non-empty list")
+	}
+	out := make([]workflow.Choice, 0, len(list))
+	for _, c := range list {
+		switch x := c.(type) {
+		case map[string]any:
+			out = append(out, workflow.Choice{Value: x["value"], Label: expr.Text(x["label"]), Description: expr.Text(x["description"])})
+		case string, bool, float64, int, int64:
+			out = append(out, workflow.Choice{Value: x})
+		default:
+			return nil, fmt.Errorf("an item is %s, not a scalar or {value, label}", expr.Text(c))
+		}
+	}
+	return out, nil
+}
+
+// choicesFrom calls a question's choices_from action and reads the list
+// from its output.
+func (e *Engine) choicesFrom(ctx context.Context, rs *runState, sx *stepExec, cf *workflow.ChoicesFrom, env map[string]any) ([]workflow.Choice, error) {
+	// An execution of its own, keyed after the question's instance and
+	// visit: asking again in a loop is a new call.
+	call := &stepExec{s: &workflow.Step{ID: sx.s.ID + "/choices_from"}, key: sx.key + "/choices_from", visit: sx.visit, started: e.now().UTC(), attempt: 1}
+	out, _, err := e.invoke(ctx, rs, call, workflow.Action{Uses: cf.Uses, With: cf.With, Timeout: cf.Timeout}, env)
+	if err != nil {
+		if errors.Is(err, errInterrupted) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("choices_from %s failed: %v", cf.Uses, err)
+	}
+	v := out
+	if cf.Value != "" {
+		src, _, err := expr.Condition(cf.Value)
+		if err != nil {
+			return nil, fmt.Errorf("choices_from value: %v", err)
+		}
+		scope := make(map[string]any, len(env)+1)
+		for k, x := range env {
+			scope[k] = x
+		}
+		scope["output"] = out
+		if v, err = expr.Eval(src, scope); err != nil {
+			return nil, fmt.Errorf("choices_from value: %v", err)
+		}
+		v = toData(v)
+	}
+	choices, err := choiceList(v)
+	if err != nil {
+		return nil, fmt.Errorf("choices_from %s: the list is %w", cf.Uses, err)
+	}
+	return choices, nil
 }
 
 // previousAnswer finds the answer this question got the last time it was
@@ -640,9 +711,11 @@ func actionCall(e *Engine, rs *runState, sx *stepExec, input map[string]any) act
 	logger := e.log.With("run_id", rs.run.ID, "step_id", sx.s.ID)
 	return action.Call{
 		Input:          input,
-		IdempotencyKey: sx.idempotencyKey(rs.run.ID, max(sx.attempt, 1)),
+		IdempotencyKey: sx.idempotencyKey(rs.run.ID),
+		Attempt:        max(sx.attempt, 1),
 		Logger:         slogMasked(logger, rs.mask),
 		Output:         maskWriter{w: e.output, mask: rs.mask},
+		Scope:          rs.scope,
 	}
 }
 

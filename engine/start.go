@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -43,19 +44,14 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		return "", newError(CodeShuttingDown, CategoryInternal, "the engine is shutting down")
 	}
 	wf := req.Workflow
-	if what := unsupported(wf); len(what) > 0 {
-		return "", unsupportedError(wf, what)
+	if err := CheckSupported(wf); err != nil {
+		return "", err
 	}
 	inputs, fromEnv, violations := e.resolveInputs(wf, req.Inputs)
+	mask := e.InputSecrets(wf, req.Inputs)
 	if len(violations) > 0 {
 		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, Message: "invalid inputs for workflow " + wf.Name,
-			Violations: violations, Suggestion: "fix the listed inputs and start the run again"}
-	}
-	mask := secret.NewMasker()
-	for name, in := range wf.Inputs {
-		if in.Secret {
-			learn(mask, inputs[name])
-		}
+			Violations: MaskViolations(mask, violations), Suggestion: "fix the listed inputs and start the run again"}
 	}
 	storedInputs, err := e.sealInputs(wf, inputs, fromEnv)
 	if err != nil {
@@ -85,6 +81,14 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		Inputs: storedInputs, State: state, ParentID: req.ParentID, CreatedAt: now}
 	events := []store.Event{{Type: EventRunCreated, Data: created, At: now}, {Type: EventRunStarted, At: now}}
 	res, err := e.store.CreateRun(ctx, run, events)
+	if errors.Is(err, store.ErrNotFound) {
+		// A purge dropped the version between PutVersion and CreateRun (it
+		// deletes versions no run refers to): record it again, once.
+		if err := e.store.PutVersion(ctx, store.Version{Version: req.Version, Name: wf.Name, Definition: req.Definition}); err != nil {
+			return "", err
+		}
+		res, err = e.store.CreateRun(ctx, run, events)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -95,35 +99,71 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	return run.ID, nil
 }
 
-// resolveInputs applies declarations to the given inputs: unknown names,
-// types and constraints are checked, environment values and defaults
-// filled in. fromEnv maps the inputs taken from the environment to their
-// variable, so that secret ones are stored as references.
-func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map[string]any, map[string]string, []workflow.Violation) {
-	var vs []workflow.Violation
+// Where a resolved input's value came from (InputResolution.Sources).
+const (
+	// SourceGiven: the caller gave the value (for a secret, possibly as a
+	// $NAME reference to an environment variable).
+	SourceGiven = "given"
+	// SourceEnv: the input's env variable was set.
+	SourceEnv = "env"
+	// SourceDefault: the declared default.
+	SourceDefault = "default"
+	// SourceNone: an optional input without a value; it is null.
+	SourceNone = "none"
+	// SourceMissing: a required input without a value.
+	SourceMissing = "missing"
+)
+
+// InputResolution is the outcome of applying a workflow's input
+// declarations to the values a caller gave.
+type InputResolution struct {
+	// Values holds every declared input that resolved to a valid value
+	// (null for an optional input without one), in clear, secrets included.
+	Values map[string]any
+	// Sources says for every declared input where its value came from (one
+	// of the Source constants), valid or not.
+	Sources map[string]string
+	// FromEnv maps the inputs taken from the environment (the input's env,
+	// or a $NAME reference given for a secret) to their variable, so that
+	// secret ones are stored as references.
+	FromEnv map[string]string
+	// Unknown lists the given names the workflow does not declare, sorted.
+	Unknown []string
+	// Violations are unknown names, missing required inputs and values that
+	// break their declaration; a run starts only when there are none.
+	Violations []workflow.Violation
+}
+
+// ResolveInputs applies wf's input declarations to the given values
+// exactly as Start does — unknown names, types and constraints checked,
+// environment values and defaults filled in — without recording anything.
+// Start, retries, forks and plans all go through it, so a plan's verdict on
+// the inputs is the one a start would give.
+func (e *Engine) ResolveInputs(wf *workflow.Workflow, given map[string]any) InputResolution {
+	res := InputResolution{Values: map[string]any{}, Sources: map[string]string{}, FromEnv: map[string]string{}}
 	bad := func(name, rule, msg string) {
-		vs = append(vs, workflow.Violation{Path: workflow.Pointer("inputs", name), Rule: rule, Message: msg})
+		res.Violations = append(res.Violations, workflow.Violation{Path: workflow.Pointer("inputs", name), Rule: rule, Message: msg})
 	}
-	var unknown []string
 	for name := range given {
 		if _, ok := wf.Inputs[name]; !ok {
-			unknown = append(unknown, name)
+			res.Unknown = append(res.Unknown, name)
 		}
 	}
-	sort.Strings(unknown)
+	sort.Strings(res.Unknown)
 	declared := wf.InputNames()
-	for _, name := range unknown {
+	for _, name := range res.Unknown {
 		msg := fmt.Sprintf("workflow %s has no input %q", wf.Name, name)
 		if len(declared) > 0 {
 			msg += " (it has " + strings.Join(declared, ", ") + ")"
 		}
 		bad(name, "unknown-input", msg)
 	}
-	out := map[string]any{}
-	fromEnv := map[string]string{}
 	for _, name := range declared {
 		in := wf.Inputs[name]
 		v, ok := given[name]
+		if ok {
+			res.Sources[name] = SourceGiven
+		}
 		if ok && in.Secret {
 			if s, isStr := v.(string); isStr && secret.IsEnvRef(s) {
 				clear, err := secret.ResolveEnvRef(s, e.lookupEnv)
@@ -131,11 +171,11 @@ func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map
 					bad(name, "input", err.Error())
 					continue
 				}
-				fromEnv[name] = strings.TrimPrefix(s, "$")
+				res.FromEnv[name] = strings.TrimPrefix(s, "$")
 				v = clear
 				if in.Type != "string" {
 					if v, err = workflow.ParseText(clear, in.Type); err != nil {
-						bad(name, "type", fmt.Sprintf("input %q from $%s: %v", name, fromEnv[name], err))
+						bad(name, "type", fmt.Sprintf("input %q from $%s: %v", name, res.FromEnv[name], err))
 						continue
 					}
 				}
@@ -143,32 +183,36 @@ func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map
 		}
 		if !ok && in.Env != "" {
 			if s, set := e.lookupEnv(in.Env); set {
+				res.Sources[name] = SourceEnv
 				typed, err := workflow.ParseText(s, in.Type)
 				if err != nil {
 					bad(name, "type", fmt.Sprintf("input %q from environment variable %s: %v", name, in.Env, err))
 					continue
 				}
 				v, ok = typed, true
-				fromEnv[name] = in.Env
+				res.FromEnv[name] = in.Env
 			}
 		}
 		if !ok && in.HasDefault {
 			v, ok = in.Default, true
+			res.Sources[name] = SourceDefault
 		}
 		if !ok {
 			if in.IsRequired() {
+				res.Sources[name] = SourceMissing
 				msg := fmt.Sprintf("input %q is required", name)
 				if in.Env != "" {
 					msg += fmt.Sprintf(" (or set the environment variable %s)", in.Env)
 				}
 				bad(name, "required", msg)
 			} else {
-				out[name] = nil
+				res.Sources[name] = SourceNone
+				res.Values[name] = nil
 			}
 			continue
 		}
 		if v == nil && !in.IsRequired() {
-			out[name] = nil
+			res.Values[name] = nil
 			continue
 		}
 		v = normalizeNumber(v)
@@ -178,14 +222,64 @@ func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map
 				if in.Secret {
 					shown = "***"
 				}
-				vs = append(vs, workflow.Violation{Path: workflow.Pointer("inputs", name), Rule: "input",
+				res.Violations = append(res.Violations, workflow.Violation{Path: workflow.Pointer("inputs", name), Rule: "input",
 					Message: fmt.Sprintf("input %q %s", name, p), Actual: shown})
 			}
 			continue
 		}
-		out[name] = v
+		res.Values[name] = v
 	}
-	return out, fromEnv, vs
+	return res
+}
+
+// InputSecrets returns a masker that knows every value wf's secret inputs
+// may take from given: the given values (and the variables of $NAME
+// references), their env variables and their defaults. A message about an
+// input — a type error quotes the text it could not parse — goes through
+// it before anyone sees it.
+func (e *Engine) InputSecrets(wf *workflow.Workflow, given map[string]any) *secret.Masker {
+	mask := secret.NewMasker()
+	for name, in := range wf.Inputs {
+		if !in.Secret {
+			continue
+		}
+		v, ok := given[name]
+		if ok {
+			learn(mask, v)
+			if s, isStr := v.(string); isStr && secret.IsEnvRef(s) {
+				if clear, err := secret.ResolveEnvRef(s, e.lookupEnv); err == nil {
+					mask.Add(clear)
+				}
+			}
+		}
+		if in.Env != "" {
+			if s, set := e.lookupEnv(in.Env); set {
+				mask.Add(s)
+			}
+		}
+		if in.HasDefault {
+			learn(mask, in.Default)
+		}
+	}
+	return mask
+}
+
+// MaskViolations returns the violations with every secret mask knows
+// masked in their messages and actual values.
+func MaskViolations(mask *secret.Masker, vs []workflow.Violation) []workflow.Violation {
+	out := make([]workflow.Violation, len(vs))
+	for i, v := range vs {
+		v.Message, v.Actual, v.Expected = mask.Mask(v.Message), mask.Mask(v.Actual), mask.Mask(v.Expected)
+		out[i] = v
+	}
+	return out
+}
+
+// resolveInputs is ResolveInputs for the engine's own callers: the values,
+// the inputs taken from the environment and the violations.
+func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map[string]any, map[string]string, []workflow.Violation) {
+	res := e.ResolveInputs(wf, given)
+	return res.Values, res.FromEnv, res.Violations
 }
 
 // normalizeNumber turns json.Number and Go integer types into int64 or

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
@@ -120,6 +121,8 @@ type runState struct {
 	// failed counts the failed attempts of nested steps by key and visit
 	// (their retries wait on durable wake-ups).
 	failed map[string]int
+	// scope is what actions keep open while this run's driver lives.
+	scope *action.Scope
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
@@ -229,18 +232,10 @@ func (rs *runState) env(lookup func(string) (string, bool)) map[string]any {
 	if rs.envNames == nil {
 		rs.envNames = declaredEnv(rs.wf)
 	}
-	envVars := make(map[string]any, len(rs.envNames))
-	for _, name := range rs.envNames {
-		if v, ok := lookup(name); ok {
-			envVars[name] = v
-		} else {
-			envVars[name] = nil
-		}
-	}
 	return map[string]any{
 		"inputs": rs.inputs,
 		"steps":  rs.steps,
-		"env":    envVars,
+		"env":    envValues(rs.envNames, lookup),
 		"run": map[string]any{
 			"id": rs.run.ID, "workflow": rs.run.Workflow, "version": rs.run.Version,
 			"started_at": rs.state.StartedAt.Format(time.RFC3339Nano), "status": rs.run.Status,
@@ -276,6 +271,20 @@ func (rs *runState) record(stepID string, r *result) {
 	defer rs.mu.Unlock()
 	rs.results[stepID] = r
 	rs.steps[stepID] = r.env()
+}
+
+// envValues is the env of the expression context: every declared variable,
+// null when it is not set.
+func envValues(names []string, lookup func(string) (string, bool)) map[string]any {
+	vars := make(map[string]any, len(names))
+	for _, name := range names {
+		if v, ok := lookup(name); ok {
+			vars[name] = v
+		} else {
+			vars[name] = nil
+		}
+	}
+	return vars
 }
 
 func declaredEnv(wf *workflow.Workflow) []string {

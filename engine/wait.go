@@ -86,18 +86,21 @@ func (e *Engine) shouldRetry(s *workflow.Step, sx *stepExec, err error) bool {
 	if s.Retry == nil || sx.attempt >= s.Retry.Attempts {
 		return false
 	}
+	return !permanent(err)
+}
+
+// permanent reports whether an action marked its error as one that
+// trying again cannot fix (bad input, a 4xx answer).
+func permanent(err error) bool {
 	var ae *action.Error
-	if errors.As(err, &ae) && !ae.Retryable {
-		return false // bad input, a 4xx: trying again cannot help
-	}
-	return true
+	return errors.As(err, &ae) && !ae.Retryable
 }
 
 // retryLater records the failed attempt and parks the step until its
 // backoff is over.
 func (e *Engine) retryLater(ctx context.Context, rs *runState, sx *stepExec, env map[string]any, cause error) error {
 	r := sx.s.Retry
-	delay := backoff(r, sx.attempt, env)
+	delay := retryDelay(r, sx.attempt, env, cause)
 	now := e.now().UTC()
 	msg := rs.mask.Mask(cause.Error())
 	failed := store.Attempt{Key: sx.key, Visit: sx.visit, Attempt: sx.attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}
@@ -109,7 +112,35 @@ func (e *Engine) retryLater(ctx context.Context, rs *runState, sx *stepExec, env
 // max_backoff, with full jitter over its upper half (so that many failing
 // runs do not retry in lockstep).
 func backoff(r *workflow.Retry, attempt int, env map[string]any) time.Duration {
-	base, maxB := defaultBackoff, defaultMaxBackoff
+	base, maxB := backoffBounds(r, env)
+	d := base
+	for i := 1; i < attempt && d < maxB; i++ {
+		d *= 2
+	}
+	d = min(d, maxB)
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// retryDelay is the wait before attempt n+1 after cause: the backoff, or
+// longer when the action learned that the callee wants a longer pause (an
+// HTTP Retry-After) — but never beyond max_backoff, which is the longest
+// wait the workflow accepts.
+func retryDelay(r *workflow.Retry, attempt int, env map[string]any, cause error) time.Duration {
+	d := backoff(r, attempt, env)
+	var ae *action.Error
+	if errors.As(cause, &ae) && ae.RetryAfter > d {
+		_, maxB := backoffBounds(r, env)
+		d = min(ae.RetryAfter, maxB)
+	}
+	return d
+}
+
+// backoffBounds are a retry's first wait and its longest one.
+func backoffBounds(r *workflow.Retry, env map[string]any) (base, maxB time.Duration) {
+	base, maxB = defaultBackoff, defaultMaxBackoff
 	if r.Backoff != "" {
 		if d, err := renderDuration(r.Backoff, env); err == nil {
 			base = d
@@ -120,15 +151,7 @@ func backoff(r *workflow.Retry, attempt int, env map[string]any) time.Duration {
 			maxB = d
 		}
 	}
-	d := base
-	for i := 1; i < attempt && d < maxB; i++ {
-		d *= 2
-	}
-	d = min(d, maxB)
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d/2+1)
+	return base, maxB
 }
 
 // repeatOrFinish evaluates a repeat's `until` with the step's latest

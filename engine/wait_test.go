@@ -11,10 +11,12 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // flaky fails until it has been called `fails` times for the same step
-// instance (counted by idempotency key prefix).
+// execution (counted by idempotency key, which every retry of one
+// execution shares).
 type flaky struct {
 	mu    sync.Mutex
 	calls map[string]int
@@ -26,9 +28,8 @@ func (f *flaky) Safety() string      { return action.ReadOnly }
 func (f *flaky) Run(_ context.Context, c action.Call) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	key := c.IdempotencyKey[:strings.LastIndexByte(c.IdempotencyKey, '/')]
-	f.calls[key]++
-	n := f.calls[key]
+	f.calls[c.IdempotencyKey]++
+	n := f.calls[c.IdempotencyKey]
 	fails, _ := c.Input["fails"].(float64) // JSON numbers
 	if c.Input["permanent"] == true {
 		return nil, &action.Error{Err: errors.New("bad request")}
@@ -36,7 +37,7 @@ func (f *flaky) Run(_ context.Context, c action.Call) (any, error) {
 	if float64(n) <= fails {
 		return nil, errors.New("try again later")
 	}
-	return map[string]any{"calls": n, "key": c.IdempotencyKey}, nil
+	return map[string]any{"calls": n, "key": c.IdempotencyKey, "attempt": c.Attempt}, nil
 }
 
 func withAction(h *harness, a action.Action) {
@@ -66,6 +67,7 @@ steps:
 outputs:
   calls: ${{ steps.call.output.calls }}
   key: ${{ steps.call.output.key }}
+  attempt: ${{ steps.call.output.attempt }}
   never: ${{ steps.never.attempts }}
   permanent: ${{ steps.permanent.attempts }}
 `
@@ -78,7 +80,8 @@ outputs:
 		t.Fatalf("status %s %s", r.Status, r.Error)
 	}
 	out := outputs(t, r)
-	if out["calls"] != 3.0 || !strings.HasSuffix(out["key"].(string), "/call/3") || out["never"] != 2.0 || out["permanent"] != 1.0 {
+	// Three calls under one key: the retries of one execution share it.
+	if out["calls"] != 3.0 || out["key"] != id+"/call" || out["attempt"] != 3.0 || out["never"] != 2.0 || out["permanent"] != 1.0 {
 		t.Fatalf("outputs %v", out)
 	}
 	atts, _ := h.store.Attempts(context.Background(), id)
@@ -234,5 +237,22 @@ func TestRunDeadline(t *testing.T) {
 				t.Fatalf("error %s", r.Error)
 			}
 		})
+	}
+}
+
+// A callee's Retry-After lengthens the backoff, but never beyond
+// max_backoff; other errors wait the plain backoff.
+func TestRetryDelayHonoursRetryAfter(t *testing.T) {
+	r := &workflow.Retry{Attempts: 3, Backoff: "10ms", MaxBackoff: "2s"}
+	asked := &action.Error{Err: errors.New("503"), Retryable: true, RetryAfter: time.Second}
+	if d := retryDelay(r, 1, nil, asked); d != time.Second {
+		t.Errorf("Retry-After 1s: waited %s", d)
+	}
+	asked.RetryAfter = time.Hour
+	if d := retryDelay(r, 1, nil, asked); d != 2*time.Second {
+		t.Errorf("Retry-After 1h with max_backoff 2s: waited %s", d)
+	}
+	if d := retryDelay(r, 1, nil, errors.New("reset")); d > 10*time.Millisecond {
+		t.Errorf("no Retry-After: waited %s, want at most the 10ms backoff", d)
 	}
 }

@@ -57,5 +57,9 @@ func (h *Home) DBPath() string { return filepath.Join(h.Dir, "stepwise.db") }
 // WorkflowsDir returns the path of the workflow library.
 func (h *Home) WorkflowsDir() string { return filepath.Join(h.Dir, "workflows") }
 
+// WorkspaceDir returns the default workspace: the directory the shell and
+// file actions may touch.
+func (h *Home) WorkspaceDir() string { return filepath.Join(h.Dir, "workspace") }
+
 // KeyPath returns the path of the server key file.
 func (h *Home) KeyPath() string { return filepath.Join(h.Dir, "key") }

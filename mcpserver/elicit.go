@@ -158,7 +158,10 @@ func (s *Server) resumeElicitation(ctx context.Context, req *mcp.CallToolRequest
 	if err != nil {
 		return RunResult{}, err
 	}
-	answered, problem := false, ""
+	// The pause may have moved on already (a secret page posted before this
+	// retry arrived, or an answer from elsewhere): then the run goes on as
+	// if answered here.
+	answered, problem := true, ""
 	if v.Pause != nil && v.Pause.Token == st.Token {
 		res, _ := req.Params.InputResponses["answer"].(*mcp.ElicitResult)
 		if answered, problem, err = s.applyElicit(ctx, req, st, v.Pause, res, wait); err != nil {

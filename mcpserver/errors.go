@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -36,19 +37,25 @@ type ToolError struct {
 // ErrorContext says where an error happened.
 type ErrorContext struct {
 	Workflow string `json:"workflow,omitempty"`
-	RunID    string `json:"run_id,omitempty"`
-	StepID   string `json:"step_id,omitempty"`
-	Path     string `json:"path,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Column   int    `json:"column,omitempty"`
+	// CurrentVersion is the workflow's version when a save conflicted.
+	CurrentVersion string `json:"current_version,omitempty"`
+	RunID          string `json:"run_id,omitempty"`
+	StepID         string `json:"step_id,omitempty"`
+	Path           string `json:"path,omitempty"`
+	Line           int    `json:"line,omitempty"`
+	Column         int    `json:"column,omitempty"`
 }
 
 // Error codes of the MCP surface itself (the engine and service have theirs).
 const (
 	CodeArgumentsInvalid = "ARGUMENTS_INVALID"
 	CodeInternal         = "INTERNAL"
-	CodeShellRefused     = "SHELL_NOT_ALLOWED"
 	CodeCanceled         = "CANCELED"
+	// CodeShellRefused is the shell policy's code: the service refuses a
+	// run whose commands the server does not allow (run_start, wf_ tools,
+	// run_retry, run_fork), and the shell action a command named by a
+	// template when its step runs.
+	CodeShellRefused = action.CodeShellNotAllowed
 )
 
 // argumentsError is a call whose arguments do not fit the tool.
@@ -67,6 +74,7 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 		te.ErrorCode, te.Category, te.Message = ee.Code, ee.Category, ee.Message
 		te.Retryable, te.SuggestedAction, te.Violations = ee.Retryable, ee.Suggestion, ee.Violations
 		te.Context.RunID, te.Context.StepID = ee.RunID, ee.StepID
+		te.Context.Workflow, te.Context.CurrentVersion = ee.Workflow, ee.CurrentVersion
 		if te.Category == "" {
 			te.Category = engine.CategoryInternal
 		}

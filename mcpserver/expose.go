@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -16,29 +15,9 @@ import (
 // workflow each (--expose-workflows).
 const exposedPrefix = "wf_"
 
-// followLibrary re-reads the library every LibraryPoll and updates the
-// exposed tools; the SDK tells clients with tools/list_changed.
-func (s *Server) followLibrary(ctx context.Context) {
-	t := time.NewTicker(s.opts.LibraryPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.syncExposed(ctx)
-		}
-	}
-}
-
 // syncExposed makes the wf_<name> tools match the library's valid
 // workflows: new ones added, changed ones replaced, removed ones dropped.
-func (s *Server) syncExposed(ctx context.Context) {
-	ws, err := s.svc.ListWorkflows(ctx, "")
-	if err != nil {
-		s.log.Warn("expose workflows: list the library", "error", err)
-		return
-	}
+func (s *Server) syncExposed(ws []service.WorkflowSummary) {
 	want := map[string]service.WorkflowSummary{}
 	for _, w := range ws {
 		if w.Valid {

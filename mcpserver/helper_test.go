@@ -93,3 +93,6 @@ func toText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func jsonMarshal(v any) ([]byte, error)   { return json.Marshal(v) }
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

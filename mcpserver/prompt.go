@@ -14,6 +14,10 @@ import (
 )
 
 func (s *Server) addPrompts() {
+	s.mcp.AddPrompt(&mcp.Prompt{Name: "extend_workflow", Title: "Change a workflow",
+		Description: "Change a library workflow as described, validate and preview the change, and save it against the version read.",
+		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "the library workflow to change", Required: true},
+			{Name: "change", Description: "what to change, in words", Required: true}}}, s.extendPrompt)
 	s.mcp.AddPrompt(&mcp.Prompt{Name: "author_workflow", Title: "Author a workflow",
 		Description: "Write a new stepwise workflow for a goal, validate it and try it.",
 		Arguments:   []*mcp.PromptArgument{{Name: "goal", Description: "what the workflow should achieve", Required: true}}},
@@ -25,8 +29,9 @@ func (s *Server) addPrompts() {
 			text := "Author a stepwise workflow for this goal:\n\n" + goal + "\n\n" +
 				"1. The language is attached (stepwise://docs/workflows) with its JSON Schema. Check workflow_list first: an existing workflow may already do it or be a sub-workflow to call.\n" +
 				"2. Declare inputs for what varies; use `ask` steps for what a person decides during the run (secret: true for credentials), `agent` steps with an output_schema for work you will do, `uses` steps for automated actions.\n" +
-				"3. Call workflow_validate with the content and fix every violation (each has a path, line, column and often a hint) until it is valid.\n" +
-				"4. Try it with run_start {definition}; answer pauses with run_continue."
+				"3. Keep your work as a draft: workflow_save {content, draft: true} stores it even while invalid and returns every violation (each has a path, line, column and often a hint). Fix them and save the draft again (expected_version: the version it returned) until it is valid; workflow_validate {content} checks without saving.\n" +
+				"4. Preview it with workflow_plan {content, inputs}: which inputs are missing, which steps will run, each step's rendered `with`.\n" +
+				"5. Put it in the library with workflow_save {content} (this removes the draft), then try it with run_start {workflow, inputs}; answer pauses with run_continue."
 			return &mcp.GetPromptResult{Description: "Author a workflow", Messages: append([]*mcp.PromptMessage{userText(text)}, s.languageMessages()...)}, nil
 		})
 	s.mcp.AddPrompt(&mcp.Prompt{Name: "fix_workflow", Title: "Fix a workflow",
@@ -36,15 +41,26 @@ func (s *Server) addPrompts() {
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			name, content := strings.TrimSpace(req.Params.Arguments["name"]), req.Params.Arguments["content"]
 			var v validationLike
+			save := "workflow_save {content} to keep it in the library"
 			switch {
 			case name != "" && content != "":
 				return nil, fmt.Errorf("give name or content, not both")
 			case name != "":
 				d, err := s.svc.GetWorkflow(ctx, name)
 				if err != nil {
+					// Not in the library: maybe a draft of that name.
+					if dd, derr := s.svc.GetLibraryEntry(ctx, name, true); derr == nil {
+						d, err = dd, nil
+					}
+				}
+				if err != nil {
 					return nil, fmt.Errorf("workflow %q: %w", name, err)
 				}
 				content, v = d.Content, validationLike{valid: d.Valid, violations: d.Violations}
+				save = fmt.Sprintf("workflow_save {content, expected_version: %q}", d.Version)
+				if d.Draft {
+					save = "workflow_save {content} (it puts the fixed workflow in the library and removes the draft)"
+				}
 			case strings.TrimSpace(content) != "":
 				r := s.svc.ValidateContent([]byte(content))
 				v = validationLike{valid: r.Valid, violations: r.Violations}
@@ -67,7 +83,7 @@ func (s *Server) addPrompts() {
 					b.WriteString("\n")
 				}
 			}
-			b.WriteString("\nValidate the result with workflow_validate {content} and repeat until it is valid. The language is attached.")
+			b.WriteString("\nValidate the result with workflow_validate {content} and repeat until it is valid, then save it with " + save + ". The language is attached.")
 			return &mcp.GetPromptResult{Description: "Fix a workflow", Messages: append([]*mcp.PromptMessage{userText(b.String())}, s.languageMessages()...)}, nil
 		})
 	s.mcp.AddPrompt(&mcp.Prompt{Name: "run_workflow", Title: "Run a workflow",
@@ -105,7 +121,7 @@ func (s *Server) addPrompts() {
 					b.WriteString("\n")
 				}
 			}
-			b.WriteString("\nAsk the person for the required inputs you do not know, then call run_start {workflow: \"" + d.Name + "\", inputs}. " +
+			b.WriteString("\nAsk the person for the required inputs you do not know; workflow_plan {name: \"" + d.Name + "\", inputs} shows what is still missing and which steps will run. Then call run_start {workflow: \"" + d.Name + "\", inputs}. " +
 				"When the run pauses, follow the pause's how_to_answer: relay questions to the person, do agent steps yourself, and call run_continue with the token. " +
 				"When it is still running, follow it with run_get {run_id, wait_seconds}. Report the outputs at the end.")
 			if !d.Valid {
@@ -114,6 +130,28 @@ func (s *Server) addPrompts() {
 			return &mcp.GetPromptResult{Description: "Run " + d.Name, Messages: []*mcp.PromptMessage{userText(b.String()),
 				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriWorkflows + "/" + d.Name, MIMEType: "application/yaml", Text: d.Content}}}}}, nil
 		})
+}
+
+// extendPrompt guides a change to a library workflow: edit, validate,
+// preview, save against the version read.
+func (s *Server) extendPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	name, change := strings.TrimSpace(req.Params.Arguments["name"]), strings.TrimSpace(req.Params.Arguments["change"])
+	if name == "" || change == "" {
+		return nil, fmt.Errorf("the arguments name and change are required")
+	}
+	d, err := s.svc.GetWorkflow(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %q: %w", name, err)
+	}
+	text := fmt.Sprintf("Change the stepwise workflow %q (version %s) as follows:\n\n%s\n\n", d.Name, d.Version, change) +
+		"The current file is attached, with the language. Change as little as possible and keep the file's formatting and comments.\n" +
+		"1. Check your edit with workflow_validate {content}; fix every violation.\n" +
+		"2. Preview it with workflow_plan {content, inputs}: steps, conditions, rendered `with`.\n" +
+		fmt.Sprintf("3. Save it with workflow_save {content, expected_version: %q}. A VERSION_CONFLICT means someone changed it meanwhile: read it again with workflow_get, apply your change to the new content and save with the version it carries.\n", d.Version) +
+		"Runs already started keep the version they began with."
+	msgs := []*mcp.PromptMessage{userText(text),
+		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriWorkflows + "/" + d.Name, MIMEType: "application/yaml", Text: d.Content}}}}
+	return &mcp.GetPromptResult{Description: "Extend " + d.Name, Messages: append(msgs, s.languageMessages()...)}, nil
 }
 
 type validationLike struct {

@@ -25,6 +25,10 @@ type secretPages struct {
 	mu      sync.Mutex
 	byID    map[string]*secretPage
 	byToken map[string]string
+	// given remembers, until their pause would have expired, the pages
+	// whose secret arrived: a waiter that starts after the post still
+	// learns it was given.
+	given map[string]time.Time
 }
 
 type secretPage struct {
@@ -35,7 +39,7 @@ type secretPage struct {
 }
 
 func newSecretPages() *secretPages {
-	return &secretPages{byID: map[string]*secretPage{}, byToken: map[string]string{}}
+	return &secretPages{byID: map[string]*secretPage{}, byToken: map[string]string{}, given: map[string]time.Time{}}
 }
 
 // open returns the page of a pause, creating it the first time.
@@ -62,12 +66,31 @@ func (sp *secretPages) sweep() {
 			sp.endLocked(id)
 		}
 	}
+	for id, until := range sp.given {
+		if now.After(until) {
+			delete(sp.given, id)
+		}
+	}
 }
 
 func (sp *secretPages) get(id string) *secretPage {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return sp.byID[id]
+}
+
+// complete ends a page whose secret was given.
+func (sp *secretPages) complete(id string) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if pg, ok := sp.byID[id]; ok {
+		until := pg.pause.ExpiresAt
+		if until.IsZero() {
+			until = time.Now().Add(time.Hour)
+		}
+		sp.given[id] = until
+	}
+	sp.endLocked(id)
 }
 
 // close ends a page: its link stops working.
@@ -93,7 +116,13 @@ func (sp *secretPages) endLocked(id string) {
 // wait waits until the page's secret was given (true), or d passes or the
 // page ends otherwise (false).
 func (sp *secretPages) wait(ctx context.Context, id string, d time.Duration) bool {
-	pg := sp.get(id)
+	sp.mu.Lock()
+	pg := sp.byID[id]
+	_, given := sp.given[id]
+	sp.mu.Unlock()
+	if given {
+		return true
+	}
 	if pg == nil {
 		return false
 	}
@@ -101,7 +130,10 @@ func (sp *secretPages) wait(ctx context.Context, id string, d time.Duration) boo
 	defer t.Stop()
 	select {
 	case <-pg.done:
-		return true
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		_, given := sp.given[id]
+		return given
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -161,7 +193,7 @@ func (s *Server) SecretHandler() http.Handler {
 			var ee *engine.Error
 			switch {
 			case err == nil:
-				s.secrets.close(id)
+				s.secrets.complete(id)
 				_ = pageTmpl.Execute(w, pageData{Done: "Received. stepwise continues the run; you can close this page."})
 			case errors.As(err, &ee) && ee.Code == engine.CodeAnswerInvalid:
 				w.WriteHeader(http.StatusUnprocessableEntity)

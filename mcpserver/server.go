@@ -34,8 +34,8 @@ type Options struct {
 	// DefaultWait is how long run_start and run_continue wait for a run to
 	// finish or pause when the caller does not say (default 20s).
 	DefaultWait time.Duration
-	// LibraryPoll is how often exposed workflows are re-read from the
-	// library (default 2s).
+	// LibraryPoll is how often the library's files are re-read to notice
+	// edits made outside stepwise (default 2s).
 	LibraryPoll time.Duration
 }
 
@@ -55,6 +55,9 @@ type Server struct {
 
 	stop    context.CancelFunc
 	stopped chan struct{}
+
+	libMu   sync.Mutex
+	libSeen map[string]string // library name → version, as last notified
 }
 
 // New builds the server and registers its tools, resources and prompts.
@@ -88,8 +91,16 @@ func New(svc *service.Service, opts Options) *Server {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
 		},
 	})
+	s.mcp.AddReceivingMiddleware(checkSetLevel)
 	s.addWorkflowTools()
+	s.addLibraryTools()
+	s.addActionTools()
+	s.addGenerateTool()
+	s.addPlanTool()
+	s.addCatalogTools()
 	s.addRunTools()
+	s.addPurgeTool()
+	s.addSearchTools()
 	s.addResources()
 	s.addPrompts()
 	return s
@@ -111,11 +122,9 @@ func (s *Server) Start(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.pumpEvents(ctx) }()
-	if s.opts.ExposeWorkflows {
-		s.syncExposed(ctx)
-		wg.Add(1)
-		go func() { defer wg.Done(); s.followLibrary(ctx) }()
-	}
+	s.checkLibrary(ctx)
+	wg.Add(1)
+	go func() { defer wg.Done(); s.followLibrary(ctx) }()
 	go func() { wg.Wait(); close(s.stopped) }()
 }
 

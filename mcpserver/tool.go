@@ -34,6 +34,8 @@ type handlerFor[In, Out any] func(ctx context.Context, req *mcp.CallToolRequest,
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[time.Time](): {Type: "string", Format: "date-time"},
 	reflect.TypeFor[any]():       {},
+	// Raw JSON arguments keep their key order (a schema's properties).
+	reflect.TypeFor[json.RawMessage](): {Type: "object"},
 }
 
 // addTool registers a typed tool. Unlike the SDK's generic AddTool it maps
@@ -49,13 +51,17 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}
-	t.InputSchema = in
+	if t.InputSchema, err = objectSchema(in); err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+	}
 	if t.OutputSchema == nil {
 		out, err := jsonschema.For[Out](opts)
 		if err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
 		}
-		t.OutputSchema = out
+		if t.OutputSchema, err = resultOrError(out); err != nil {
+			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+		}
 	}
 	s.mcp.AddTool(t, s.toolHandler(t.Name, func(ctx context.Context, req *mcp.CallToolRequest) (any, error) {
 		var input In

@@ -28,7 +28,7 @@ type RunResult struct {
 
 // Summary implements summarizer.
 func (r RunResult) Summary() string {
-	s := fmt.Sprintf("run %s (%s) is %s.", r.RunID, r.Workflow, r.Status)
+	s := fmt.Sprintf("run %s (%s) %s.", r.RunID, r.Workflow, statusPhrase(r.Status))
 	if r.Pause != nil {
 		if r.Pause.Kind == engine.KindAgent {
 			s += " It waits for you (agent step " + r.Pause.StepID + ")."
@@ -37,6 +37,18 @@ func (r RunResult) Summary() string {
 		}
 	}
 	return s + " " + r.Next
+}
+
+// statusPhrase reads a run status as a sentence's verb.
+func statusPhrase(status string) string {
+	switch status {
+	case "succeeded", "failed":
+		return status
+	case "canceled":
+		return "was canceled"
+	default:
+		return "is " + status
+	}
 }
 
 // StepSummary counts recorded steps and shows the last few.
@@ -71,7 +83,10 @@ type PauseView struct {
 	Max     *float64          `json:"max,omitempty"`
 	Default any               `json:"default,omitempty"`
 	Secret  bool              `json:"secret,omitempty"`
-	Fields  []engine.Question `json:"fields,omitempty"`
+	// ChoicesError: the question's choices could not be computed
+	// (choices_from failed), so it takes free text.
+	ChoicesError string            `json:"choices_error,omitempty"`
+	Fields       []engine.Question `json:"fields,omitempty"`
 
 	Instructions string         `json:"instructions,omitempty"`
 	Persona      string         `json:"persona,omitempty"`
@@ -92,7 +107,7 @@ func (s *Server) pauseView(p *engine.Pause) *PauseView {
 	}
 	v := &PauseView{Kind: p.Kind, StepID: p.StepID, RunID: p.RunID, Token: p.Token, ExpiresAt: p.ExpiresAt, Title: p.Title,
 		Prompt: p.Prompt, Help: p.Help, Type: p.Type, Choices: p.Choices, Pattern: p.Pattern, Min: p.Min, Max: p.Max,
-		Default: p.Default, Secret: p.Secret, Fields: p.Fields,
+		Default: p.Default, Secret: p.Secret, ChoicesError: p.ChoicesError, Fields: p.Fields,
 		Instructions: p.Instructions, Persona: p.Persona, OutputSchema: p.OutputSchema, Context: p.Context}
 	switch {
 	case p.Kind == engine.KindAgent:
@@ -163,7 +178,7 @@ func next(r RunResult) string {
 	case store.StatusSucceeded:
 		return "Done: the outputs are final."
 	case store.StatusFailed:
-		return "It failed: read error; fix the cause and call run_retry (from the failed step), or run_fork from an earlier step."
+		return "It failed: error says why; fix the cause and call run_retry (from the failed step), or run_fork from an earlier step."
 	case store.StatusCanceled:
 		return "It was canceled."
 	case store.StatusWaiting:

@@ -12,7 +12,9 @@ import (
 
 // WorkflowListIn are workflow_list's arguments.
 type WorkflowListIn struct {
-	Pattern string `json:"pattern,omitempty" jsonschema:"a glob on names (deploy-*) or a word to find in name, title or description"`
+	Pattern       string `json:"pattern,omitempty" jsonschema:"a glob on names (deploy-*) or a word to find in name, title or description"`
+	Tag           string `json:"tag,omitempty" jsonschema:"only workflows with this tag"`
+	IncludeDrafts bool   `json:"include_drafts,omitempty" jsonschema:"list drafts too (draft: true; they may be invalid)"`
 }
 
 // WorkflowListOut is workflow_list's result.
@@ -34,7 +36,8 @@ func (o WorkflowListOut) Summary() string {
 
 // WorkflowGetIn are workflow_get's arguments.
 type WorkflowGetIn struct {
-	Name string `json:"name" jsonschema:"the workflow's library name"`
+	Name  string `json:"name" jsonschema:"the workflow's library name"`
+	Draft bool   `json:"draft,omitempty" jsonschema:"get the draft of that name instead of the saved workflow"`
 }
 
 // WorkflowGetOut is workflow_get's result.
@@ -45,6 +48,9 @@ type WorkflowGetOut struct {
 // Summary implements summarizer.
 func (o WorkflowGetOut) Summary() string {
 	d := o.WorkflowDetail
+	if d == nil {
+		return ""
+	}
 	state := "valid"
 	if !d.Valid {
 		state = fmt.Sprintf("INVALID (%d violations)", len(d.Violations))
@@ -77,14 +83,14 @@ func (s *Server) addWorkflowTools() {
 		Description: "List the library's workflows with name, title, description, version and a summary of their inputs. " +
 			"Use it first to find a workflow to run (run_start) or inspect (workflow_get)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowListIn) (WorkflowListOut, error) {
-			ws, err := s.svc.ListWorkflows(ctx, in.Pattern)
+			ws, err := s.svc.ListLibrary(ctx, service.ListOptions{Pattern: in.Pattern, Tag: in.Tag, IncludeDrafts: in.IncludeDrafts})
 			return WorkflowListOut{Workflows: ws}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_get", Title: "Get a workflow", Annotations: readOnly,
 		Description: "One library workflow: its content, parsed definition, version, declared inputs and outputs, steps, the ${{ }} references it makes, " +
 			"violations if the file became invalid, and run statistics (runs, success rate, mean duration, last run)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowGetIn) (WorkflowGetOut, error) {
-			d, err := s.svc.GetWorkflow(ctx, in.Name)
+			d, err := s.svc.GetLibraryEntry(ctx, in.Name, in.Draft)
 			return WorkflowGetOut{d}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_validate", Title: "Validate a workflow", Annotations: readOnly,

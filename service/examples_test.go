@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -81,87 +83,102 @@ func TestEveryExampleRuns(t *testing.T) {
 	files = append(files, jsonFiles...)
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			// Sleeps and polling intervals of minutes pass in a blink: the
-			// clock moves ten minutes every time the engine reads it.
-			var skew atomic.Int64
-			clock := func() time.Time { return time.Now().Add(time.Duration(skew.Add(int64(10 * time.Minute)))) }
-			svc, err := Open(ctx, Options{Home: t.TempDir(), Durability: "normal", Now: clock, LookupEnv: func(k string) (string, bool) {
-				v, ok := map[string]string{"HCLOUD_TOKEN": "tok-123456", "DIRECTORY_TOKEN": "dir-123456"}[k]
-				return v, ok
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer svc.Close(ctx)
-			for _, a := range fakes() {
-				svc.Actions.Register(a)
-			}
-			answers := map[string]any{}
-			inputs := map[string]any{}
-			if data, err := os.ReadFile(filepath.Join("../examples/answers", name+".yaml")); err == nil {
-				var doc map[string]any
-				if err := yaml.Unmarshal(data, &doc); err != nil {
-					t.Fatal(err)
-				}
-				b, _ := json.Marshal(doc)
-				_ = json.Unmarshal(b, &answers)
-				if in, ok := answers["_inputs"].(map[string]any); ok {
-					inputs = in
-					delete(answers, "_inputs")
-				}
-			}
-			l, err := svc.LoadWorkflow(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id, err := svc.StartRun(ctx, l, inputs, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < 50; i++ {
-				st, err := svc.Wait(ctx, id, 20*time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := svc.GetRun(ctx, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if st != store.StatusWaiting {
-					if st != store.StatusSucceeded {
-						t.Fatalf("run %s: %s", st, v.Error)
-					}
-					got, _ := json.MarshalIndent(v.Outputs, "", "  ")
-					got = []byte(strings.ReplaceAll(string(got), id, "<run-id>"))
-					golden := filepath.Join("testdata", "examples", name+".outputs.json")
-					if *updateGolden {
-						_ = os.MkdirAll(filepath.Dir(golden), 0o755)
-						if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-							t.Fatal(err)
-						}
-						return
-					}
-					want, err := os.ReadFile(golden)
-					if err != nil {
-						t.Fatalf("%v (go test ./service -run EveryExample -update)", err)
-					}
-					if strings.TrimSpace(string(want)) != string(got) {
-						t.Fatalf("outputs differ from %s:\n%s\nwant:\n%s", golden, got, want)
-					}
-					return
-				}
-				p := v.Pause
-				answer, ok := answers[p.StepID]
-				if !ok {
-					t.Fatalf("no answer for step %s (%s%s) in examples/answers/%s.yaml", p.StepID, p.Prompt, p.Instructions, name)
-				}
-				if _, err := svc.Continue(ctx, p.Token, answer); err != nil {
-					t.Fatalf("answer for %s: %v", p.StepID, err)
-				}
-			}
-			t.Fatal("too many pauses")
-		})
+		t.Run(name, func(t *testing.T) { runExample(t, f, nil) })
 	}
+}
+
+// runExample runs an example to its end with test doubles for the actions
+// that reach outside, except those named in real, and compares its
+// outputs with testdata/examples/NAME.outputs.json. env adds environment
+// variables. It returns the run's id.
+func runExample(t *testing.T, f string, env map[string]string, real ...string) string {
+	t.Helper()
+	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+	ctx := context.Background()
+	// Sleeps and polling intervals of minutes pass in a blink: the
+	// clock moves ten minutes every time the engine reads it.
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Add(int64(10 * time.Minute)))) }
+	vars := map[string]string{"HCLOUD_TOKEN": "tok-123456", "DIRECTORY_TOKEN": "dir-123456"}
+	maps.Copy(vars, env)
+	svc, err := Open(ctx, Options{Home: t.TempDir(), Durability: "normal", Now: clock, ShellPolicy: action.ShellPolicy{Enabled: true}, LookupEnv: func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(ctx)
+	for _, a := range fakes() {
+		if !slices.Contains(real, a.Name()) {
+			svc.Actions.Register(a)
+		}
+	}
+	answers := map[string]any{}
+	inputs := map[string]any{}
+	if data, err := os.ReadFile(filepath.Join("../examples/answers", name+".yaml")); err == nil {
+		var doc map[string]any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(doc)
+		_ = json.Unmarshal(b, &answers)
+		if in, ok := answers["_inputs"].(map[string]any); ok {
+			inputs = in
+			delete(answers, "_inputs")
+		}
+	}
+	l, err := svc.LoadWorkflow(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planExample(t, svc, f, inputs)
+	id, err := svc.StartRun(ctx, l, inputs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		st, err := svc.Wait(ctx, id, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := svc.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != store.StatusWaiting {
+			if st != store.StatusSucceeded {
+				t.Fatalf("run %s: %s", st, v.Error)
+			}
+			checkPlanAgainstRun(t, svc, plan, id)
+			got, _ := json.MarshalIndent(v.Outputs, "", "  ")
+			got = []byte(strings.ReplaceAll(string(got), id, "<run-id>"))
+			golden := filepath.Join("testdata", "examples", name+".outputs.json")
+			if *updateGolden {
+				_ = os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test ./service -run EveryExample -update)", err)
+			}
+			if strings.TrimSpace(string(want)) != string(got) {
+				t.Fatalf("outputs differ from %s:\n%s\nwant:\n%s", golden, got, want)
+			}
+			return id
+		}
+		p := v.Pause
+		answer, ok := answers[p.StepID]
+		if !ok {
+			t.Fatalf("no answer for step %s (%s%s) in examples/answers/%s.yaml", p.StepID, p.Prompt, p.Instructions, name)
+		}
+		if _, err := svc.Continue(ctx, p.Token, answer); err != nil {
+			t.Fatalf("answer for %s: %v", p.StepID, err)
+		}
+	}
+	t.Fatal("too many pauses")
+	return ""
 }

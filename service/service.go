@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/home"
+	"stepwise.dev/stepwise/library"
+	"stepwise.dev/stepwise/mcpclient"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/store/sqlite"
 	"stepwise.dev/stepwise/workflow"
@@ -39,8 +42,38 @@ type Options struct {
 	// ShutdownGrace is how long Close lets in-flight steps finish before
 	// interrupting them (default 5s).
 	ShutdownGrace time.Duration
-	// Now is the engine's clock (default time.Now; tests move it).
+	// Now is the engine's clock (default time.Now; tests move it). The
+	// retention policy measures ages with it too.
 	Now func() time.Time
+	// Retention purges finished runs that finished longer ago than this,
+	// with their history (0: keep them all).
+	Retention time.Duration
+	// MaxRuns keeps at most this many finished top-level runs, the newest,
+	// purging older ones with their history (0: no limit).
+	MaxRuns int
+	// RetentionEvery is how often the retention policy (Retention,
+	// MaxRuns) is applied after the first time, at Open (default 1h).
+	RetentionEvery time.Duration
+	// AllowCatalogURLs lets catalogs be imported from http(s) URLs: the
+	// operator's choice, since a URL makes the server fetch from its
+	// network on a caller's behalf. Files and inline documents always work.
+	AllowCatalogURLs bool
+	// CatalogHTTPClient sends catalog operations' requests (default
+	// http.DefaultClient).
+	CatalogHTTPClient *http.Client
+	// AllowInlineMCPCommands lets the mcp action start the program a step
+	// names in with.command. That is running a command on this machine, so
+	// a surface decides: the CLI allows it (the person runs their own
+	// workflows), `stepwise serve` only with --allow-shell (workflows come
+	// from agents). Servers named in servers.yaml are always allowed.
+	AllowInlineMCPCommands bool
+	// Workspace is the directory the shell and file actions may touch
+	// (default <home>/workspace, created 0700).
+	Workspace string
+	// ShellPolicy says which commands the shell action may run. The zero
+	// value runs none: the CLI enables it for local runs, `serve` only
+	// when the operator says so (--allow-shell, --allow-shell-cmd).
+	ShellPolicy action.ShellPolicy
 }
 
 // Service is stepwise's use cases.
@@ -49,14 +82,32 @@ type Service struct {
 	Store   store.Store
 	Engine  *engine.Engine
 	Actions *action.Registry
+	// Library holds the saved workflows and drafts.
+	Library *library.Library
+	// Workspace is where the shell and file actions work.
+	Workspace *action.Workspace
+	// ShellPolicy is the policy the shell action runs under.
+	ShellPolicy action.ShellPolicy
 
 	summaries summaryCache
+	watchers  libraryWatchers
+	search    searchState
+
+	now       func() time.Time
+	log       *slog.Logger
+	retention retentionPolicy
+	// stopRetention stops the retention goroutine (nil when none runs).
+	stopRetention func()
+	catalogs      *catalogs
 }
 
 // Open opens the home directory, its database and an engine. It does not
 // resume runs: call Recover for that (a server does; a one-shot CLI
 // command drives only its own run).
 func Open(ctx context.Context, opts Options) (*Service, error) {
+	if opts.Retention < 0 || opts.MaxRuns < 0 {
+		return nil, fmt.Errorf("open service: retention %s and max runs %d must not be negative", opts.Retention, opts.MaxRuns)
+	}
 	dir, err := home.Resolve(opts.Home)
 	if err != nil {
 		return nil, err
@@ -69,12 +120,32 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	wsDir := opts.Workspace
+	if wsDir == "" {
+		wsDir = h.WorkspaceDir()
+	}
+	ws, err := action.OpenWorkspace(wsDir)
+	if err != nil {
+		return nil, err
+	}
 	st, err := sqlite.Open(ctx, h.DBPath(), sqlite.Options{Durability: opts.Durability})
 	if err != nil {
 		return nil, err
 	}
 	actions := action.Builtins()
-	svc := &Service{Home: h, Store: st, Actions: actions}
+	actions.Register(mcpclient.New(mcpclient.Config{ServersFile: filepath.Join(h.Dir, mcpclient.ServersFile),
+		AllowInlineCommands: opts.AllowInlineMCPCommands, LookupEnv: opts.LookupEnv}))
+	actions.Register(action.NewShell(ws, opts.ShellPolicy))
+	actions.Register(action.File{Workspace: ws})
+	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy,
+		now: opts.Now, log: opts.Logger,
+		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}}
+	if svc.now == nil {
+		svc.now = time.Now
+	}
+	if svc.log == nil {
+		svc.log = slog.New(slog.DiscardHandler)
+	}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
 		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv, ShutdownGrace: opts.ShutdownGrace,
 		Workflows: svc.subWorkflow, Now: opts.Now})
@@ -83,11 +154,20 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		return nil, err
 	}
 	svc.Engine = eng
+	svc.openCatalogs(opts)
+	if svc.retention.active() {
+		svc.startRetention(opts.RetentionEvery)
+	}
 	return svc, nil
 }
 
-// Close stops the engine (runs stay resumable) and closes the database.
+// Close stops the retention policy and the engine (runs stay resumable),
+// and closes the database.
 func (s *Service) Close(ctx context.Context) error {
+	if s.stopRetention != nil {
+		s.stopRetention()
+	}
+	s.search.close()
 	return errors.Join(s.Engine.Close(ctx), s.Store.Close())
 }
 
@@ -113,6 +193,11 @@ type resolver struct {
 }
 
 func (r resolver) HasAction(name string) (bool, []string) { return r.actions.HasAction(name) }
+
+// InputKeys implements workflow.ActionInputs from the actions' schemas.
+func (r resolver) InputKeys(name string) (keys, required []string, closed, ok bool) {
+	return r.actions.InputKeys(name)
+}
 func (r resolver) HasWorkflow(name string) (bool, []string) {
 	if _, err := findSubWorkflow(r.home, r.dir, name); err == nil {
 		return true, nil
@@ -160,16 +245,9 @@ func (s *Service) subWorkflow(_ context.Context, name, dir string) (*engine.Work
 
 // LoadWorkflow finds a workflow by path or library name and validates it.
 func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
-	path, err := s.Home.FindWorkflow(ref)
+	path, err := s.findRef(ref)
 	if err != nil {
-		code := engine.CodeRunNotFound
-		cat := engine.CategoryNotFound
-		if errors.Is(err, home.ErrUnsafeName) {
-			code, cat = "UNSAFE_NAME", "security"
-		} else {
-			code = "WORKFLOW_NOT_FOUND"
-		}
-		return nil, &engine.Error{Code: code, Category: cat, Message: err.Error(), Err: err}
+		return nil, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -181,6 +259,20 @@ func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
 	}
 	l.Path = path
 	return l, nil
+}
+
+// findRef finds a workflow by file path or library name (home.FindWorkflow),
+// with an unsafe name as a security error.
+func (s *Service) findRef(ref string) (string, error) {
+	path, err := s.Home.FindWorkflow(ref)
+	if err != nil {
+		code, cat := "WORKFLOW_NOT_FOUND", engine.CategoryNotFound
+		if errors.Is(err, home.ErrUnsafeName) {
+			code, cat = "UNSAFE_NAME", "security"
+		}
+		return "", &engine.Error{Code: code, Category: cat, Message: err.Error(), Err: err}
+	}
+	return path, nil
 }
 
 // Parse validates an inline definition (YAML or JSON).
@@ -205,8 +297,13 @@ func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
 }
 
 // StartRun starts a run of a loaded workflow. A detached run is recorded
-// but not executed by this process.
+// but not executed by this process. A workflow running shell commands the
+// policy refuses is refused here (SHELL_NOT_ALLOWED), before anything
+// runs.
 func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any, detached bool) (string, error) {
+	if err := s.CheckShell(l); err != nil {
+		return "", err
+	}
 	dir := ""
 	if l.Path != "" {
 		// Absolute, so a process started elsewhere finds the siblings.
@@ -249,11 +346,17 @@ func (s *Service) Wait(ctx context.Context, runID string, timeout time.Duration)
 
 // RetryRun re-runs a failed run from the step that failed.
 func (s *Service) RetryRun(ctx context.Context, runID string, inputs map[string]any) error {
+	if err := s.checkRunShell(ctx, runID); err != nil {
+		return err
+	}
 	return s.Engine.RetryRun(ctx, runID, inputs)
 }
 
 // ForkRun starts a new run from a step of an existing run.
 func (s *Service) ForkRun(ctx context.Context, runID, fromStep string, inputs map[string]any) (string, error) {
+	if err := s.checkRunShell(ctx, runID); err != nil {
+		return "", err
+	}
 	return s.Engine.ForkRun(ctx, runID, fromStep, inputs)
 }
 

@@ -44,6 +44,18 @@ func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration
 	events := sub.events
 	tick := time.NewTicker(500 * time.Millisecond) // a driver in another process publishes nothing here
 	defer tick.Stop()
+	var seen int64 // the run's last event delivered to onEvent
+	deliver := func(ev engine.Event) {
+		if ev.Seq != 0 && ev.Seq <= seen {
+			return // delivered already
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		if ev.Seq > seen {
+			seen = ev.Seq
+		}
+	}
 	for {
 		run, err := s.Store.GetRun(ctx, runID)
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -53,6 +65,7 @@ func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration
 			return "", runNotFound(runID, err)
 		}
 		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
+			catchUp(ctx, events, runID, run.EventSeq, &seen, deliver)
 			return run.Status, nil
 		}
 	wait:
@@ -71,15 +84,58 @@ func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration
 				if ev.RunID != runID {
 					continue
 				}
-				if onEvent != nil {
-					onEvent(ev)
-				}
+				deliver(ev)
 				if ev.Status != store.StatusRunning && ev.Status != store.StatusPending {
 					break wait
 				}
 			case <-tick.C:
 				break wait
 			}
+		}
+	}
+}
+
+// catchUp delivers the events of a run that stopped running before Watch
+// read them: those already buffered, then — when the subscription was live
+// during the run's changes (it delivered some) — the last few, which the
+// engine publishes just after committing, up to the run's last sequence
+// number. It gives up after a short grace (the bus drops events for slow
+// subscribers; the store has them).
+func catchUp(ctx context.Context, events <-chan engine.Event, runID string, last int64, seen *int64, deliver func(engine.Event)) {
+	if events == nil {
+		return
+	}
+	grace := time.NewTimer(time.Second)
+	defer grace.Stop()
+	for *seen < last {
+		if *seen == 0 {
+			// Nothing delivered yet: take what is buffered, do not wait for
+			// events that may predate the subscription.
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				if ev.RunID == runID && ev.Seq > 0 {
+					deliver(ev)
+				}
+				continue
+			default:
+				return
+			}
+		}
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if ev.RunID == runID && ev.Seq > 0 {
+				deliver(ev)
+			}
+		case <-grace.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }

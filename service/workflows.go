@@ -8,13 +8,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/home"
+	"stepwise.dev/stepwise/library"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -30,6 +30,8 @@ type WorkflowSummary struct {
 	Inputs      []InputSummary `json:"inputs,omitempty"`
 	// Path is the file it lives in.
 	Path string `json:"path"`
+	// Draft is set for drafts (which may be invalid).
+	Draft bool `json:"draft,omitempty"`
 }
 
 // InputSummary is one declared input.
@@ -94,6 +96,16 @@ type Validation struct {
 type summaryCache struct {
 	mu      sync.Mutex
 	entries map[string]cachedSummary
+	// gen counts the files (re-)parsed: when it moves, some listing saw
+	// a library file change, and the search index rebuilds.
+	gen uint64
+}
+
+// generation returns the count of files (re-)parsed so far.
+func (c *summaryCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
 }
 
 type cachedSummary struct {
@@ -106,34 +118,80 @@ type cachedSummary struct {
 // with a glob character (*?[) matches names; otherwise it is a
 // case-insensitive substring of the name, title or description.
 func (s *Service) ListWorkflows(ctx context.Context, pattern string) ([]WorkflowSummary, error) {
-	if pattern != "" {
-		if _, err := path.Match(pattern, ""); err != nil {
-			return nil, &engine.Error{Code: "PATTERN_INVALID", Category: engine.CategoryValidation, Message: fmt.Sprintf("pattern %q: %v", pattern, err),
+	return s.ListLibrary(ctx, ListOptions{Pattern: pattern})
+}
+
+// ListOptions select library entries.
+type ListOptions struct {
+	// Pattern: a glob on names, or a substring of name, title or description.
+	Pattern string
+	// Tag keeps workflows carrying this tag (case-insensitive).
+	Tag string
+	// IncludeDrafts lists drafts too, after the saved workflows.
+	IncludeDrafts bool
+}
+
+// ListLibrary lists saved workflows (and drafts) sorted by name.
+func (s *Service) ListLibrary(ctx context.Context, o ListOptions) ([]WorkflowSummary, error) {
+	if o.Pattern != "" {
+		if _, err := path.Match(o.Pattern, ""); err != nil {
+			return nil, &engine.Error{Code: "PATTERN_INVALID", Category: engine.CategoryValidation, Message: fmt.Sprintf("pattern %q: %v", o.Pattern, err),
 				Suggestion: "use a glob such as deploy-* or a plain word"}
 		}
 	}
-	names, err := s.libraryNames()
-	if err != nil {
-		return nil, err
+	out, _, err := s.listLibrary(ctx, o)
+	return out, err
+}
+
+// listLibrary is ListLibrary, also counting the files it (re-)parsed.
+func (s *Service) listLibrary(ctx context.Context, o ListOptions) ([]WorkflowSummary, uint64, error) {
+	kinds := []library.Kind{library.Saved}
+	if o.IncludeDrafts {
+		kinds = append(kinds, library.Draft)
 	}
 	out := []WorkflowSummary{}
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p, err := s.Home.FindWorkflow(name)
+	var parsed uint64
+	for _, kind := range kinds {
+		entries, err := s.Library.Entries(kind)
 		if err != nil {
-			continue // an unsafe symlink or a file that vanished: not listed
+			return nil, 0, err
 		}
-		sum, err := s.summarize(p, name)
-		if err != nil {
-			continue
-		}
-		if matches(pattern, sum) {
-			out = append(out, sum)
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
+			p := e.Path
+			if p == "" {
+				if p, err = s.Library.Path(kind, e.Name); err != nil || p == "" {
+					continue // an unsafe symlink or a file that vanished: not listed
+				}
+			}
+			sum, fresh, err := s.summarize(p, e.Name)
+			if err != nil {
+				continue
+			}
+			if fresh {
+				parsed++
+			}
+			sum.Draft = kind == library.Draft
+			if matches(o.Pattern, sum) && hasTag(o.Tag, sum.Tags) {
+				out = append(out, sum)
+			}
 		}
 	}
-	return out, nil
+	return out, parsed, nil
+}
+
+func hasTag(tag string, tags []string) bool {
+	if tag == "" {
+		return true
+	}
+	for _, t := range tags {
+		if strings.EqualFold(t, tag) {
+			return true
+		}
+	}
+	return false
 }
 
 func matches(pattern string, w WorkflowSummary) bool {
@@ -149,38 +207,12 @@ func matches(pattern string, w WorkflowSummary) bool {
 		strings.Contains(strings.ToLower(w.Description), p)
 }
 
-// libraryNames lists the valid names of the library's files, once each
-// (the first extension in lookup order wins, as FindWorkflow does).
-func (s *Service) libraryNames() ([]string, error) {
-	entries, err := os.ReadDir(s.Home.WorkflowsDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list the workflow library: %w", err)
-	}
-	seen := map[string]bool{}
-	var names []string
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if ext != ".yaml" && ext != ".yml" && ext != ".json" {
-			continue
-		}
-		name := strings.TrimSuffix(e.Name(), ext)
-		if !home.ValidName(name) || seen[name] {
-			continue
-		}
-		seen[name] = true
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-func (s *Service) summarize(p, name string) (WorkflowSummary, error) {
+// summarize returns a library file's summary from the cache, or parses
+// it (parsed is then true) when it is new or its size or time changed.
+func (s *Service) summarize(p, name string) (sum WorkflowSummary, parsed bool, err error) {
 	info, err := os.Stat(p)
 	if err != nil {
-		return WorkflowSummary{}, err
+		return WorkflowSummary{}, false, err
 	}
 	s.summaries.mu.Lock()
 	if s.summaries.entries == nil {
@@ -189,18 +221,19 @@ func (s *Service) summarize(p, name string) (WorkflowSummary, error) {
 	c, ok := s.summaries.entries[p]
 	s.summaries.mu.Unlock()
 	if ok && c.size == info.Size() && c.modTime.Equal(info.ModTime()) {
-		return c.summary, nil
+		return c.summary, false, nil
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return WorkflowSummary{}, err
+		return WorkflowSummary{}, false, err
 	}
 	res := s.check(data, filepath.Dir(p))
-	sum := summaryOf(res, name, p)
+	sum = summaryOf(res, name, p)
 	s.summaries.mu.Lock()
 	s.summaries.entries[p] = cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum}
+	s.summaries.gen++
 	s.summaries.mu.Unlock()
-	return sum, nil
+	return sum, true, nil
 }
 
 func (s *Service) check(data []byte, dir string) *workflow.Result {
@@ -238,9 +271,21 @@ func InputsOf(wf *workflow.Workflow) []InputSummary {
 // references, violations (a library file may have become invalid) and run
 // statistics.
 func (s *Service) GetWorkflow(ctx context.Context, name string) (*WorkflowDetail, error) {
-	p, err := s.findLibrary(name)
+	return s.GetLibraryEntry(ctx, name, false)
+}
+
+// GetLibraryEntry is GetWorkflow for a saved workflow or a draft.
+func (s *Service) GetLibraryEntry(ctx context.Context, name string, draft bool) (*WorkflowDetail, error) {
+	kind := library.Saved
+	if draft {
+		kind = library.Draft
+	}
+	p, err := s.Library.Path(kind, name)
+	if err == nil && p == "" {
+		err = fmt.Errorf("%w: no %s %q", library.ErrNotFound, kind, name)
+	}
 	if err != nil {
-		return nil, err
+		return nil, s.libraryError(err, name)
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -248,6 +293,7 @@ func (s *Service) GetWorkflow(ctx context.Context, name string) (*WorkflowDetail
 	}
 	res := s.check(data, filepath.Dir(p))
 	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p), Content: string(data), Violations: res.Violations}
+	d.Draft = draft
 	if res.Source != nil {
 		if canon, err := workflow.Canonical(res.Source.Value); err == nil {
 			_ = json.Unmarshal(canon, &d.Definition)

@@ -256,7 +256,7 @@ type Store interface {
 
 	// CreateRun inserts a new run with its first events and, for a fork,
 	// the step results it starts from. The run's ID must be new (ErrExists
-	// otherwise).
+	// otherwise) and its version recorded (ErrNotFound otherwise).
 	CreateRun(ctx context.Context, r Run, events []Event, steps ...Step) (CommitResult, error)
 	GetRun(ctx context.Context, id string) (Run, error)
 	// ListRuns returns runs, newest first, and a cursor for the next page
@@ -289,6 +289,15 @@ type Store interface {
 	Timers(ctx context.Context, runID string) ([]Timer, error)
 	// NextTimer returns the earliest timer (ok false when there is none).
 	NextTimer(ctx context.Context) (Timer, bool, error)
+
+	// PurgeRuns deletes the finished runs the filter selects (see
+	// PurgeFilter) with everything that belongs to them: their
+	// sub-workflow runs, steps, attempts, events, pauses, answers, timers,
+	// and the versions no remaining run refers to. It works in batches
+	// that each commit atomically, so a run is either entirely there or
+	// entirely gone; on error the result counts the batches that
+	// committed. An invalid filter is ErrInvalidFilter and deletes nothing.
+	PurgeRuns(ctx context.Context, f PurgeFilter) (PurgeResult, error)
 
 	Close() error
 }

@@ -3,8 +3,10 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,10 +177,10 @@ func (c *checker) step(s *Step, sc *scope) {
 		c.outputSchema(p+"/agent/output_schema", s.Agent.OutputSchema)
 	}
 	if s.Uses != "" {
-		c.action(p+"/uses", s.Uses)
+		c.action(p, s.Uses, s.With)
 	}
 	if s.Compensate != nil && s.Compensate.Uses != "" {
-		c.action(p+"/compensate/uses", s.Compensate.Uses)
+		c.action(p+"/compensate", s.Compensate.Uses, s.Compensate.With)
 	}
 	if s.Workflow != "" && c.opts.Resolver != nil {
 		if ok, similar := c.opts.Resolver.HasWorkflow(s.Workflow); !ok {
@@ -265,12 +267,40 @@ func (c *checker) kind(s *Step) {
 	}
 }
 
-func (c *checker) action(ptr, name string) {
+// action checks a `uses` at ptr (the step, hook or compensate object):
+// the action exists and, when the resolver knows its input schema, the
+// literal `with` keys are ones it declares and the required ones are there.
+func (c *checker) action(ptr, name string, with map[string]any) {
 	if c.opts.Resolver == nil {
 		return
 	}
 	if ok, similar := c.opts.Resolver.HasAction(name); !ok {
-		c.at(ptr, RuleUnknownAction, fmt.Sprintf("no action named %q", name), didYouMean(name, similar))
+		c.at(ptr+"/uses", RuleUnknownAction, fmt.Sprintf("no action named %q", name), didYouMean(name, similar))
+		return
+	}
+	ai, ok := c.opts.Resolver.(ActionInputs)
+	if !ok {
+		return
+	}
+	keys, required, closed, known := ai.InputKeys(name)
+	if !known {
+		return
+	}
+	if closed {
+		for _, k := range sortedKeys(with) {
+			if !slices.Contains(keys, k) {
+				c.at(ptr+"/with/"+escapePointer(k), RuleUnknownField, fmt.Sprintf("action %s takes no input %q (it takes %s)", name, k, strings.Join(keys, ", ")), didYouMean(k, keys))
+			}
+		}
+	}
+	for _, k := range required {
+		if _, ok := with[k]; !ok {
+			where := ptr + "/with"
+			if with == nil {
+				where = ptr + "/uses"
+			}
+			c.at(where, RuleRequired, fmt.Sprintf("action %s needs with.%s", name, k), "")
+		}
 	}
 }
 
@@ -365,7 +395,7 @@ func (c *checker) ask(p string, a *Ask, field bool) {
 		for _, bad := range []struct {
 			name    string
 			present bool
-		}{{"type", a.Type != ""}, {"choices", !a.Choices.IsZero()}, {"pattern", a.Pattern != ""}, {"min", a.Min != nil}, {"max", a.Max != nil},
+		}{{"type", a.Type != ""}, {"choices", !a.Choices.IsZero()}, {"choices_from", a.ChoicesFrom != nil}, {"pattern", a.Pattern != ""}, {"min", a.Min != nil}, {"max", a.Max != nil},
 			{"default", a.Default != nil}, {"secret", a.Secret}, {"env", a.Env != ""}, {"auto", a.Auto != ""}} {
 			if bad.present {
 				c.add(Violation{Path: p + "/" + bad.name, Pos: c.src.KeyPos(p + "/" + bad.name), Rule: RuleConstraint,
@@ -391,8 +421,20 @@ func (c *checker) ask(p string, a *Ask, field bool) {
 	}
 	typ := a.QuestionType()
 	choice := typ == "choice" || typ == "multi-choice"
-	if choice && a.Choices.IsZero() {
-		c.at(p, RuleRequired, fmt.Sprintf("a %s question needs choices", typ), "")
+	if choice && a.Choices.IsZero() && a.ChoicesFrom == nil {
+		c.at(p, RuleRequired, fmt.Sprintf("a %s question needs choices (or choices_from)", typ), "")
+	}
+	if a.ChoicesFrom != nil {
+		cp := p + "/choices_from"
+		switch {
+		case !a.Choices.IsZero():
+			c.at(cp, RuleConstraint, "give choices or choices_from, not both", "")
+		case !choice:
+			c.at(cp, RuleConstraint, fmt.Sprintf("choices_from applies to choice and multi-choice questions, and this one is %s", typ), "set type: choice")
+		}
+		if a.ChoicesFrom.Uses != "" {
+			c.action(cp, a.ChoicesFrom.Uses, a.ChoicesFrom.With)
+		}
 	}
 	if !choice && !a.Choices.IsZero() {
 		c.add(Violation{Path: p + "/choices", Pos: c.src.KeyPos(p + "/choices"), Rule: RuleConstraint,
@@ -415,7 +457,7 @@ func (c *checker) ask(p string, a *Ask, field bool) {
 		if s, ok := a.Default.(string); ok && expr.HasExpr(s) {
 			return // computed at run time
 		}
-		if a.Choices.Expr != "" {
+		if a.Choices.Expr != "" || a.ChoicesFrom != nil {
 			return
 		}
 		for _, prob := range CheckAnswer(a, a.Choices.List, a.Default) {
@@ -578,3 +620,6 @@ func (c *checker) names(field string) {
 			Message: fmt.Sprintf("%s name %q is not valid: use letters, digits and _, not starting with a digit, at most 64 characters (names are referenced as %s.NAME)", strings.TrimSuffix(field, "s"), k, field)})
 	}
 }
+
+// sortedKeys lists a map's keys in order, for stable violations.
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }

@@ -16,6 +16,7 @@ type scope struct {
 	ids     map[string]*Step
 	foreach bool // inside a foreach body: item and index exist
 	self    *Step
+	output  bool // choices_from's value: `output` exists
 }
 
 func (s *scope) child(foreach bool) *scope {
@@ -35,6 +36,12 @@ func (s *scope) lookup(id string) *Step {
 // until, compensate).
 func (s *scope) withSelf(st *Step) *scope {
 	return &scope{parent: s, ids: map[string]*Step{st.ID: st}, foreach: s.foreach, self: st}
+}
+
+// withOutput returns a scope in which expressions may read `output` (the
+// output of choices_from's action).
+func (s *scope) withOutput() *scope {
+	return &scope{parent: s, ids: map[string]*Step{}, foreach: s.foreach, self: s.self, output: true}
 }
 
 // The names an expression may start with.
@@ -109,6 +116,12 @@ func (c *checker) askTemplates(p string, v any, sc *scope) {
 			c.condition(kp, e, sc)
 		case "prompt", "help", "default", "choices":
 			c.templates(kp, e, sc)
+		case "choices_from":
+			if cm, ok := e.(map[string]any); ok {
+				c.templates(kp+"/with", cm["with"], sc)
+				c.templates(kp+"/timeout", cm["timeout"], sc)
+				c.condition(kp+"/value", cm["value"], sc.withOutput())
+			}
 		case "fields":
 			for i, f := range asList(e) {
 				c.askTemplates(kp+"/"+strconv.Itoa(i), f, sc)
@@ -149,10 +162,10 @@ func (c *checker) hooks(hooks []*Hook) {
 			continue
 		}
 		if h.Uses != "" {
-			c.action(h.Path+"/uses", h.Uses)
+			c.action(h.Path, h.Uses, h.With)
 		}
 		if h.Compensate != nil && h.Compensate.Uses != "" {
-			c.action(h.Path+"/compensate/uses", h.Compensate.Uses)
+			c.action(h.Path+"/compensate", h.Compensate.Uses, h.Compensate.With)
 		}
 		d := &Step{Timeout: h.Timeout, Retry: h.Retry, Compensate: h.Compensate, Path: h.Path}
 		c.durations(d)
@@ -321,6 +334,10 @@ func (c *checker) ref(r expr.Ref, sc *scope) (string, string) {
 	case "item", "index":
 		if !sc.foreach {
 			return fmt.Sprintf("%q exists only inside the steps of a foreach", r.Root), ""
+		}
+	case "output":
+		if !sc.output {
+			return "\"output\" exists only in choices_from's value (the action's output)", ""
 		}
 	default:
 		avail := []string{"inputs", "steps", "run", "env"}

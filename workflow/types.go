@@ -173,19 +173,33 @@ type Ask struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Type is string (default), integer, number, boolean, choice or
 	// multi-choice.
-	Type    string   `json:"type,omitempty"`
-	Choices Choices  `json:"choices,omitempty"`
-	Pattern string   `json:"pattern,omitempty"`
-	Min     *float64 `json:"min,omitempty"`
-	Max     *float64 `json:"max,omitempty"`
-	Default any      `json:"default,omitempty"`
-	Help    string   `json:"help,omitempty"`
-	Secret  bool     `json:"secret,omitempty"`
-	Env     string   `json:"env,omitempty"`
+	Type    string  `json:"type,omitempty"`
+	Choices Choices `json:"choices,omitempty"`
+	// ChoicesFrom computes the choices with an action when the question
+	// is reached.
+	ChoicesFrom *ChoicesFrom `json:"choices_from,omitempty"`
+	Pattern     string       `json:"pattern,omitempty"`
+	Min         *float64     `json:"min,omitempty"`
+	Max         *float64     `json:"max,omitempty"`
+	Default     any          `json:"default,omitempty"`
+	Help        string       `json:"help,omitempty"`
+	Secret      bool         `json:"secret,omitempty"`
+	Env         string       `json:"env,omitempty"`
 	// Auto is an expression; when it evaluates without error to a non-null
 	// value, that value answers the question without asking.
 	Auto   Cond     `json:"auto,omitempty"`
 	Fields []*Field `json:"fields,omitempty"`
+}
+
+// ChoicesFrom is an action whose output, when a question is reached,
+// gives its choices (dynamic choices).
+type ChoicesFrom struct {
+	Uses string         `json:"uses"`
+	With map[string]any `json:"with,omitempty"`
+	// Value is an expression over `output` (the action's output) giving
+	// the list; empty means the output itself.
+	Value   string `json:"value,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // QuestionType returns the question's type with the default applied.

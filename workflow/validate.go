@@ -16,6 +16,14 @@ type Resolver interface {
 	HasWorkflow(name string) (ok bool, similar []string)
 }
 
+// ActionInputs is implemented by resolvers that know the `with` keys of
+// actions (from their input schemas): keys declared, keys required, and
+// closed when other keys are refused. ok is false for an action without a
+// schema.
+type ActionInputs interface {
+	InputKeys(action string) (keys, required []string, closed, ok bool)
+}
+
 // Options tune validation.
 type Options struct {
 	// Resolver, when set, checks `uses` and `workflow` references.

@@ -157,6 +157,56 @@ async function session(client) {
     `progress notifications arrived, increasing (${progress.map((p) => p.message).join("; ")})`, progress);
 }
 
+// library: author (draft with violations) → fix → save → plan (missing
+// input, then ready) → run → rename → delete (confirmed).
+async function library(client) {
+  const call = async (name, args) => {
+    const res = await client.callTool({ name, arguments: args });
+    return { isError: res.isError === true, out: res.structuredContent ?? {} };
+  };
+  const draft = [
+    "version: 1",
+    "name: hello",
+    "tags: [demo]",
+    "inputs:",
+    "  who: {type: string}",
+    "steps:",
+    "  - id: say",
+    "    uses: log",
+    "    with: {message: 'hi ${{ inputs.whom }}'}",
+    "outputs:",
+    "  said: ${{ steps.say.output.message }}",
+    "",
+  ].join("\n");
+  let r = await call("workflow_save", { content: draft, draft: true });
+  check(!r.isError && r.out.draft === true && r.out.valid === false && r.out.violations.length > 0,
+    "workflow_save draft: kept with its violations", r);
+  r = await call("workflow_save", { content: draft });
+  check(r.isError && r.out.error_code === "WORKFLOW_INVALID", "workflow_save of the invalid workflow is refused", r);
+  const fixed = draft.replace("inputs.whom", "inputs.who");
+  r = await call("workflow_save", { content: fixed });
+  check(!r.isError && r.out.valid === true && r.out.draft_removed === true, "workflow_save of the fixed workflow: saved, draft removed", r);
+  const version = r.out.version;
+  r = await call("workflow_save", { content: fixed.replace("tags: [demo]", "tags: [demo, new]") });
+  check(r.isError && r.out.error_code === "VERSION_CONFLICT" && r.out.context?.current_version === version,
+    "workflow_save without expected_version: VERSION_CONFLICT carrying the current version", r);
+  r = await call("workflow_plan", { name: "hello" });
+  check(!r.isError && r.out.ready === false && r.out.missing?.includes("who"), "workflow_plan without inputs: not ready, names who", r);
+  r = await call("workflow_plan", { name: "hello", inputs: { who: "Ada" } });
+  const say = r.out.steps?.find((st) => st.id === "say");
+  check(!r.isError && r.out.ready === true && say?.with?.message === "hi Ada", "workflow_plan with who: ready, with rendered", r);
+  r = await call("run_start", { workflow: "hello", inputs: { who: "Ada" } });
+  check(!r.isError && r.out.status === "succeeded" && r.out.outputs?.said === "hi Ada", "run_start hello: succeeded", r);
+  r = await call("workflow_rename", { name: "hello", new_name: "greeting" });
+  check(!r.isError && r.out.name === "greeting", "workflow_rename hello → greeting", r);
+  r = await call("workflow_delete", { name: "greeting" });
+  check(r.isError && r.out.error_code === "CONFIRMATION_REQUIRED", "workflow_delete unconfirmed: CONFIRMATION_REQUIRED", r);
+  r = await call("workflow_delete", { name: "greeting", confirm: true });
+  check(!r.isError && r.out.name === "greeting", "workflow_delete confirmed", r);
+  r = await call("workflow_get", { name: "../etc/passwd" });
+  check(r.isError && r.out.category === "security", "workflow_get ../etc/passwd: security error", r);
+}
+
 async function withClient(transport, body) {
   const client = new Client({ name: "stepwise-e2e-ts", version: "1.0.0" });
   await withTimeout(client.connect(transport), 15000, "connect");
@@ -169,14 +219,20 @@ async function withClient(transport, body) {
 
 async function main() {
   label = "stdio";
-  await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve"], stderr: "ignore" }), session);
+  await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve"], stderr: "ignore" }), async (c) => {
+    await session(c);
+    await library(c);
+  });
 
   label = "http";
   const server = startHTTP(newHome());
   try {
     const url = await server.url;
     check(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(url), `serve --http 127.0.0.1:0 printed its URL ${url}`);
-    await withClient(new StreamableHTTPClientTransport(new URL(url)), session);
+    await withClient(new StreamableHTTPClientTransport(new URL(url)), async (c) => {
+      await session(c);
+      await library(c);
+    });
   } finally {
     const p = server.proc;
     if (p.exitCode === null && p.signalCode === null) {

@@ -23,6 +23,7 @@ func (s *Store) PutVersion(ctx context.Context, v store.Version) error {
 	if err != nil {
 		return fmt.Errorf("put version %s: %w", v.Version, err)
 	}
+	s.commits.Add(1) // an autocommit statement is a transaction of its own
 	return nil
 }
 
@@ -256,7 +257,11 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.commits.Add(1)
+	return nil
 }
 
 // insertEvents appends events after lastSeq (the caller keeps the run's

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
@@ -48,6 +49,12 @@ type Store struct {
 	// Statements prepared once on the writer: parsing SQL costs more than
 	// executing these small statements. Read-only after Open.
 	stmts map[string]*sql.Stmt
+
+	// purgeBatch overrides defaultPurgeBatch (tests use small batches).
+	purgeBatch int
+
+	// commits counts write transactions that committed (see Stats).
+	commits atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -172,6 +179,20 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
+
+// Stats are counters of a store's activity since it was opened.
+type Stats struct {
+	// Commits counts write transactions that committed: every commit of a
+	// step, every created run, every recorded version (each its own
+	// transaction), every purge batch. Each one is a write to the WAL and,
+	// with Full durability, an fsync: the figure that decides how many
+	// steps per second the store can take.
+	Commits int64
+}
+
+// Stats returns the store's counters. It is cheap (one atomic load) and
+// safe to call concurrently.
+func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load()} }
 
 // Writer exposes the writer connection for benchmarks that compare the
 // engine with raw commits on the same database.

@@ -38,6 +38,11 @@ func Run(t *testing.T, open Opener) {
 		{"RunIDsByStatus", testRunIDsByStatus},
 		{"ReopenAndCopySteps", testReopenAndCopy},
 		{"WorkflowStats", testWorkflowStats},
+		{"PurgeOfNothingReturnsZeros", testPurgeNothing},
+		{"PurgeRefusesUnfinishedStatuses", testPurgeInvalidFilter},
+		{"PurgeDeletesAllOfARunAndCountsExactly", testPurgeCounts},
+		{"PurgeLeavesActiveTreesWhole", testPurgeActive},
+		{"PurgeRespectsFilters", testPurgeFilters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,8 +129,8 @@ func testCreateAndGetRun(t *testing.T, s store.Store) {
 	if _, err := s.CreateRun(ctx, store.Run{ID: r.ID, Workflow: "wf", Version: r.Version, Status: store.StatusPending}, nil); !errors.Is(err, store.ErrExists) {
 		t.Errorf("duplicate id: %v", err)
 	}
-	if _, err := s.CreateRun(ctx, store.Run{ID: "other", Workflow: "wf", Version: "sha256:unknown", Status: store.StatusPending}, nil); err == nil {
-		t.Error("a run of an unrecorded version must be refused")
+	if _, err := s.CreateRun(ctx, store.Run{ID: "other", Workflow: "wf", Version: "sha256:unknown", Status: store.StatusPending}, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a run of an unrecorded version must be refused with ErrNotFound: %v", err)
 	}
 	if _, err := s.GetRun(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing run: %v", err)

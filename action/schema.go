@@ -1,0 +1,211 @@
+package action
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Described is implemented by actions that declare the JSON Schemas of
+// their input (a step's `with`) and output. The registry validates every
+// input against it before the action runs, and validation of workflows
+// uses it to catch misspelled `with` keys.
+type Described interface {
+	InputSchema() map[string]any
+	OutputSchema() map[string]any
+}
+
+// Info describes an action for people and agents (action_get).
+type Info struct {
+	Name         string         `json:"name"`
+	Description  string         `json:"description"`
+	Safety       string         `json:"safety"`
+	InputSchema  map[string]any `json:"input_schema,omitempty"`
+	OutputSchema map[string]any `json:"output_schema,omitempty"`
+}
+
+// InfoOf describes a.
+func InfoOf(a Action) Info {
+	info := Info{Name: a.Name(), Description: a.Description(), Safety: a.Safety()}
+	if d, ok := a.(Described); ok {
+		info.InputSchema, info.OutputSchema = d.InputSchema(), d.OutputSchema()
+	}
+	return info
+}
+
+var printer = message.NewPrinter(language.English)
+
+// schemaCache holds compiled input schemas by action name. An action that
+// is replaced (Register) drops its entry.
+type schemaCache struct {
+	mu       sync.Mutex
+	compiled map[string]*jsonschema.Schema
+}
+
+func (c *schemaCache) get(a Action) (*jsonschema.Schema, error) {
+	d, ok := a.(Described)
+	if !ok || d.InputSchema() == nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.compiled[a.Name()]; ok {
+		return s, nil
+	}
+	comp := jsonschema.NewCompiler()
+	url := "stepwise-action:" + a.Name() + ".json"
+	if err := comp.AddResource(url, d.InputSchema()); err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", a.Name(), err)
+	}
+	s, err := comp.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", a.Name(), err)
+	}
+	if c.compiled == nil {
+		c.compiled = map[string]*jsonschema.Schema{}
+	}
+	c.compiled[a.Name()] = s
+	return s, nil
+}
+
+func (c *schemaCache) drop(name string) {
+	c.mu.Lock()
+	delete(c.compiled, name)
+	c.mu.Unlock()
+}
+
+// CheckInput validates a step's rendered input against the action's input
+// schema; every failing leaf is one violation with its path under `with`.
+func (r *Registry) CheckInput(a Action, input map[string]any) []workflow.Violation {
+	s, err := r.schemas.get(a)
+	if err != nil {
+		return []workflow.Violation{{Rule: "action-schema", Message: err.Error()}}
+	}
+	if s == nil {
+		return nil
+	}
+	err = s.Validate(toJSONModel(input))
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []workflow.Violation{{Rule: "with", Message: err.Error()}}
+	}
+	var vs []workflow.Violation
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			ptr := workflow.Pointer(e.InstanceLocation...)
+			msg := "with" + strings.ReplaceAll(ptr, "/", ".") + ": " + e.ErrorKind.LocalizedString(printer)
+			if got, ok := scalarAt(input, e.InstanceLocation); ok {
+				msg += fmt.Sprintf(" (got %s)", got)
+			}
+			vs = append(vs, workflow.Violation{Path: "/with" + ptr, Rule: "with", Message: msg})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Path < vs[j].Path })
+	return vs
+}
+
+// InputKeys reports the `with` keys an action declares and which are
+// required; closed is true when other keys are refused (the schema says
+// additionalProperties: false). ok is false for actions without a schema.
+func (r *Registry) InputKeys(name string) (keys, required []string, closed, ok bool) {
+	a, found := r.Get(name)
+	if !found {
+		return nil, nil, false, false
+	}
+	d, isDescribed := a.(Described)
+	if !isDescribed || d.InputSchema() == nil {
+		return nil, nil, false, false
+	}
+	s := d.InputSchema()
+	if props, _ := s["properties"].(map[string]any); props != nil {
+		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+	}
+	switch req := s["required"].(type) {
+	case []string:
+		required = append(required, req...)
+	case []any:
+		for _, k := range req {
+			if ks, ok := k.(string); ok {
+				required = append(required, ks)
+			}
+		}
+	}
+	closed = s["additionalProperties"] == false
+	return keys, required, closed, true
+}
+
+// scalarAt returns the scalar at a path of the input, quoted, for
+// messages.
+func scalarAt(v any, path []string) (string, bool) {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false // list items: the message names the index already
+		}
+		v = m[p]
+	}
+	switch x := v.(type) {
+	case string:
+		if len(x) > 60 {
+			x = x[:60] + "…"
+		}
+		return fmt.Sprintf("%q", x), true
+	case bool, int, int64, float64:
+		return fmt.Sprint(x), true
+	}
+	return "", false
+}
+
+// toJSONModel turns Go values (ints, typed slices and maps an expression
+// may produce) into the JSON data model the validator expects.
+func toJSONModel(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = toJSONModel(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = toJSONModel(e)
+		}
+		return out
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case float32:
+		return float64(x)
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// loopLength is how many questions one ask-loop run answers before the
+// next run starts: every drive loads the run's recorded steps, so a run
+// that answered thousands would measure that loading rather than a
+// continue.
+const loopLength = 100
+
+// continueStdio measures run_continue round trips over stdio against the
+// built binary: each call answers the open question, the run records it,
+// jumps back and asks again, and the call returns the new pause with its
+// token. Calls are sequential, as an agent answering a person makes them.
+func continueStdio(ctx context.Context, bin, home, durability string, n int) (p50, p99 Figure, err error) {
+	p50 = Figure{Name: "continue_stdio_p50_ms", Unit: "ms", target: valueAtMost(1, "p50 ≤ 1 ms")}
+	p99 = Figure{Name: "continue_stdio_p99_ms", Unit: "ms", target: valueAtMost(5, "p99 ≤ 5 ms")}
+	cs, err := stepwiseStdio(ctx, bin, home, durability)
+	if err != nil {
+		return p50, p99, err
+	}
+	defer cs.Close()
+	lat, err := continueLoop(ctx, cs.ClientSession, n)
+	if err != nil {
+		return p50, p99, err
+	}
+	p50.Value, p99.Value = ms(lat.Percentile(50)), ms(lat.Percentile(99))
+	p50.againstTarget(1)
+	p99.againstTarget(5)
+	detail := fmt.Sprintf("%d sequential run_continue over stdio, runs of %d questions, --durability %s", len(lat), loopLength, durability)
+	p50.detail, p99.detail = detail, detail
+	return p50, p99, nil
+}
+
+// continueLoop answers n questions of ask-loop runs, loopLength per run,
+// one run_continue at a time, and times each call (not the run_start of
+// each run).
+func continueLoop(ctx context.Context, cs *mcp.ClientSession, n int) (Latencies, error) {
+	var lat Latencies
+	for len(lat) < n {
+		res, err := call(ctx, cs, "run_start", map[string]any{"workflow": "ask-loop"})
+		if err != nil {
+			return nil, err
+		}
+		token := field(res, "pause", "token")
+		load, err := drive(min(loopLength, n-len(lat)), 1, func(i int) error {
+			res, err := call(ctx, cs, "run_continue", map[string]any{"token": token, "value": i})
+			if err != nil {
+				return err
+			}
+			if token = field(res, "pause", "token"); token == "" {
+				return fmt.Errorf("run_continue returned no new pause: status %q", field(res, "status"))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, load.Lat...)
+	}
+	return lat, nil
+}

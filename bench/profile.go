@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/mcpserver"
+	"stepwise.dev/stepwise/service"
+)
+
+// profileAll writes CPU profiles of the loops behind the figures into dir,
+// for `go tool pprof -top`: the serial and the concurrent step loops of
+// both durabilities, driven in this process as the figures drive them,
+// and run_get and run_continue over stdio. A server in another process
+// cannot be profiled from here, so for those the server runs in this
+// process behind real pipes, with the go-sdk client at their other ends;
+// its goroutines carry the label side=server, so that
+// `-tagfocus side=server` leaves the client out.
+func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "stepwise-profile-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for _, d := range []string{"full", "normal"} {
+		serial := func() error {
+			return stepLoop(ctx, filepath.Join(tmp, "serial-"+d), d, 1, sz.SerialSteps)
+		}
+		concurrent := func() error {
+			return stepLoop(ctx, filepath.Join(tmp, "concurrent-"+d), d, sz.ConcurrentRuns, sz.ConcurrentSteps)
+		}
+		if err := profile(filepath.Join(dir, "steps_serial_"+d+".pprof"), progress, serial); err != nil {
+			return err
+		}
+		if err := profile(filepath.Join(dir, "steps_concurrent_"+d+".pprof"), progress, concurrent); err != nil {
+			return err
+		}
+	}
+	home, err := newHome(tmp, "mcp")
+	if err != nil {
+		return err
+	}
+	return serveInProcess(ctx, home, func(cs *mcp.ClientSession) error {
+		id, err := startWaiting(ctx, cs)
+		if err != nil {
+			return err
+		}
+		args := map[string]any{"run_id": id}
+		err = profile(filepath.Join(dir, "run_get_stdio.pprof"), progress, func() error {
+			_, err := drive(10*sz.Calls, 1, func(int) error {
+				_, err := call(ctx, cs, "run_get", args)
+				return err
+			})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return profile(filepath.Join(dir, "continue_stdio.pprof"), progress, func() error {
+			_, err := continueLoop(ctx, cs, 2*sz.Continues)
+			return err
+		})
+	})
+}
+
+// profile runs fn under the CPU profiler and writes the profile to path.
+func profile(path string, progress io.Writer, fn func() error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	err = fn()
+	pprof.StopCPUProfile()
+	if err == nil {
+		fmt.Fprintf(progress, "bench: wrote %s\n", path)
+	}
+	return err
+}
+
+// stepLoop runs runs × n no-op steps at once on a fresh home, as the step
+// figures do.
+func stepLoop(ctx context.Context, dir, durability string, runs, n int) error {
+	svc, l, err := stepHome(ctx, dir, durability, n)
+	if err != nil {
+		return err
+	}
+	defer svc.Close(ctx)
+	return runAll(ctx, svc, l, runs)
+}
+
+// serveInProcess serves home's MCP surface in this process over a pair of
+// pipes, as `stepwise serve` does over stdin and stdout, and hands fn a
+// go-sdk client connected at their other ends.
+func serveInProcess(ctx context.Context, home string, fn func(cs *mcp.ClientSession) error) error {
+	svc, err := service.Open(ctx, service.Options{Home: home, Durability: serverDurability})
+	if err != nil {
+		return err
+	}
+	defer svc.Close(ctx)
+	srv := mcpserver.New(svc, mcpserver.Options{Version: "bench"})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv.Start(ctx)
+	defer srv.Close()
+	toServer, fromClient, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	fromServer, toClient, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	pprof.Do(ctx, pprof.Labels("side", "server"), func(ctx context.Context) {
+		go func() {
+			defer close(done)
+			_ = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: toServer, Writer: toClient})
+		}()
+	})
+	cs, err := client().Connect(ctx, &mcp.IOTransport{Reader: fromServer, Writer: fromClient}, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = cs.Close()
+		cancel()
+		toServer.Close()
+		toClient.Close()
+		<-done
+	}()
+	return fn(cs)
+}

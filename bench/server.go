@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// buildBinary builds cmd/stepwise into dir: the servers measured are the
+// binary an agent would start, not the packages in this process.
+func buildBinary(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "stepwise")
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "stepwise.dev/stepwise/cmd/stepwise").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// client is the one MCP client of every measurement: the go-sdk's, the
+// same for stepwise and for the TypeScript peer.
+func client() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "stepwise-bench", Version: "1"}, nil)
+}
+
+// Session is a connected client and the server process behind it.
+type Session struct {
+	*mcp.ClientSession
+	cmd *exec.Cmd
+}
+
+// Pid is the server's process id.
+func (s *Session) Pid() int { return s.cmd.Process.Pid }
+
+// Close ends the session and the server (stdin closed; the transport
+// signals it if it lingers) and reaps it.
+func (s *Session) Close() {
+	_ = s.ClientSession.Close()
+	if s.cmd.ProcessState == nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+}
+
+// stdio starts a server command and connects to it over stdio.
+func stdio(ctx context.Context, cmd *exec.Cmd) (*Session, error) {
+	cmd.Stderr = io.Discard
+	cs, err := client().Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	return &Session{ClientSession: cs, cmd: cmd}, nil
+}
+
+// stepwiseStdio starts `stepwise serve` on home over stdio.
+func stepwiseStdio(ctx context.Context, bin, home, durability string) (*Session, error) {
+	return stdio(ctx, exec.Command(bin, "--home", home, "--durability", durability, "serve"))
+}
+
+// serving is the line both servers print on stderr once they listen.
+var serving = regexp.MustCompile(`serving MCP at (\S+)`)
+
+// httpServer starts a server that listens on 127.0.0.1:0 and reports its
+// URL on stderr, and connects to it over streamable HTTP.
+func httpServer(ctx context.Context, cmd *exec.Cmd) (*Session, error) {
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Session, error) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	url := ""
+	lines := bufio.NewScanner(stderr)
+	for url == "" && lines.Scan() {
+		if m := serving.FindStringSubmatch(lines.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		return fail(fmt.Errorf("%s printed no address", cmd.Path))
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	cs, err := client().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		return fail(fmt.Errorf("connect to %s: %w", url, err))
+	}
+	return &Session{ClientSession: cs, cmd: cmd}, nil
+}
+
+// stepwiseHTTP starts `stepwise serve --http 127.0.0.1:0` on home.
+func stepwiseHTTP(ctx context.Context, bin, home, durability string) (*Session, error) {
+	return httpServer(ctx, exec.Command(bin, "--home", home, "--durability", durability, "serve", "--http", "127.0.0.1:0"))
+}
+
+// Memory is a process's resident set in MiB (VmRSS) and its two parts:
+// anonymous memory (heap, stacks, SQLite's caches) and file-backed pages
+// (mostly the executable's code and data touched so far).
+type Memory struct{ RSS, Anon, File float64 }
+
+func (m Memory) String() string {
+	return fmt.Sprintf("%.1f MB (anonymous %.1f, file-backed %.1f)", m.RSS, m.Anon, m.File)
+}
+
+// memory reads a process's resident set from /proc/PID/status.
+func memory(pid int) (Memory, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Memory{}, err
+	}
+	var m Memory
+	fields := map[string]*float64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
+	for line := range strings.Lines(string(data)) {
+		name, rest, _ := strings.Cut(line, "\t")
+		if dst, ok := fields[name]; ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return Memory{}, fmt.Errorf("%s %q: %w", name, rest, err)
+			}
+			*dst = kb / 1024
+			delete(fields, name)
+		}
+	}
+	if len(fields) > 0 {
+		return Memory{}, errors.New("/proc/PID/status lacks VmRSS, RssAnon or RssFile")
+	}
+	return m, nil
+}
+
+// call calls a tool and turns a tool error into an error.
+func call(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if res.IsError {
+		text := ""
+		if len(res.Content) > 0 {
+			if t, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = t.Text
+			}
+		}
+		return nil, fmt.Errorf("%s: tool error: %s", name, text)
+	}
+	return res, nil
+}
+
+// field reads a string field of a structured tool result; path descends
+// into nested objects ("pause", "token").
+func field(res *mcp.CallToolResult, path ...string) string {
+	var v any = res.StructuredContent
+	for _, k := range path {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	s, _ := v.(string)
+	return s
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"time"
+)
+
+// Spawns are the medians of starting a server n times.
+type Spawns struct {
+	N      int
+	Start  time.Duration // spawn → initialized
+	Memory Memory        // right after initialization (the start with the median RSS)
+}
+
+func (s Spawns) String() string {
+	return fmt.Sprintf("spawn %.1f ms, RSS %s", ms(s.Start), s.Memory)
+}
+
+// spawns starts a server n times over stdio (after one start that is not
+// counted: it creates the home's database and key, and warms the page
+// cache) and takes the medians of the time from exec to the end of the
+// initialize handshake, and of the resident set right after it.
+func spawns(ctx context.Context, n int, start func() (*Session, error)) (Spawns, error) {
+	var times []time.Duration
+	var mem []Memory
+	for i := range n + 1 {
+		t0 := time.Now()
+		cs, err := start()
+		if err != nil {
+			return Spawns{}, err
+		}
+		d := time.Since(t0)
+		m, err := memory(cs.Pid())
+		cs.Close()
+		if err != nil {
+			return Spawns{}, err
+		}
+		if i > 0 {
+			times, mem = append(times, d), append(mem, m)
+		}
+	}
+	slices.Sort(times)
+	slices.SortFunc(mem, func(a, b Memory) int { return cmp.Compare(a.RSS, b.RSS) })
+	return Spawns{N: n, Start: times[n/2], Memory: mem[n/2]}, nil
+}
+
+// spawnFigures measures stepwise's start (spawn_ms, idle_rss_mb) against
+// the targets, with the TypeScript peer's figures beside them for
+// scale when it is available.
+func spawnFigures(ctx context.Context, bin, home, durability string, n int, peer *Peer) (spawn, idle Figure, err error) {
+	spawn = Figure{Name: "spawn_ms", Unit: "ms", target: valueAtMost(15, "≤ 15 ms")}
+	idle = Figure{Name: "idle_rss_mb", Unit: "MB", target: valueAtMost(25, "≤ 25 MB")}
+	s, err := spawns(ctx, n, func() (*Session, error) { return stepwiseStdio(ctx, bin, home, durability) })
+	if err != nil {
+		return spawn, idle, err
+	}
+	spawn.Value, idle.Value = ms(s.Start), s.Memory.RSS
+	spawn.againstTarget(15)
+	idle.againstTarget(25)
+	peerText := "TS SDK peer: unavailable"
+	if peer.Available() {
+		if p, err := spawns(ctx, n, func() (*Session, error) { return peer.stdio(ctx) }); err == nil {
+			peerText = "TS SDK peer: " + p.String()
+		} else {
+			peerText += " (" + err.Error() + ")"
+		}
+	}
+	floor := "unknown"
+	if d, err := execFloor(n); err == nil {
+		floor = fmt.Sprintf("%.1f ms", ms(d))
+	}
+	spawn.detail = fmt.Sprintf("median of %d stdio starts (exec → initialize answered and initialized sent); exec of /bin/true now: %s; %s", n, floor, peerText)
+	idle.detail = fmt.Sprintf("median VmRSS right after initialization, %d starts: %s; %s", n, s.Memory, peerText)
+	return spawn, idle, nil
+}
+
+// execFloor is the median time to run /bin/true: what starting any process
+// costs on this machine right now, the floor under spawn_ms.
+func execFloor(n int) (time.Duration, error) {
+	times := make([]time.Duration, n)
+	for i := range times {
+		t0 := time.Now()
+		if err := exec.Command("true").Run(); err != nil {
+			return 0, err
+		}
+		times[i] = time.Since(t0)
+	}
+	slices.Sort(times)
+	return times[n/2], nil
+}

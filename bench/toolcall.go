@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// warmup calls are made before each load and not timed: the first calls
+// of a session pay for lazy initialization on both sides.
+const warmup = 50
+
+// inFlight is the concurrent load of the tool-call figures.
+const inFlight = 8
+
+// toolLoads calls run_get(id) on a session n times sequentially, then n
+// times with inFlight calls at once.
+func toolLoads(ctx context.Context, cs *Session, id string, n int) (seq, par Load, err error) {
+	args := map[string]any{"run_id": id}
+	get := func(int) error {
+		_, err := call(ctx, cs.ClientSession, "run_get", args)
+		return err
+	}
+	if _, err := drive(warmup, 1, get); err != nil {
+		return seq, par, err
+	}
+	if seq, err = drive(n, 1, get); err != nil {
+		return seq, par, err
+	}
+	par, err = drive(n, inFlight, get)
+	return seq, par, err
+}
+
+// toolcall measures tools/call of run_get on a waiting run of stepwise
+// over one transport, beside the same calls to the TypeScript peer's
+// trivial tool over the same transport, from the same Go client.
+// start starts stepwise; startPeer starts the peer.
+func toolcall(ctx context.Context, name, transport string, n int,
+	start func() (*Session, error), startPeer func() (*Session, error)) (Figure, error) {
+	f := Figure{Name: name, Unit: "calls/s"}
+	cs, err := start()
+	if err != nil {
+		return f, err
+	}
+	defer cs.Close()
+	id, err := startWaiting(ctx, cs.ClientSession)
+	if err != nil {
+		return f, err
+	}
+	seq, par, err := toolLoads(ctx, cs, id, n)
+	if err != nil {
+		return f, err
+	}
+	f.Value = seq.PerSecond()
+	f.detail = fmt.Sprintf("%d calls over %s; sequential: stepwise %s", n, transport, seq)
+	peerSeq, peerPar, peerErr := Load{}, Load{}, error(nil)
+	if peer, err := startPeer(); err != nil {
+		peerErr = err
+	} else {
+		peerSeq, peerPar, peerErr = toolLoads(ctx, peer, "bench", n)
+		peer.Close()
+	}
+	parRatio := 0.0
+	if peerErr != nil {
+		f.compare("TS SDK peer, same calls, sequential", 0)
+		f.unavailable = "peer unavailable"
+		f.detail += fmt.Sprintf("; %d in flight: stepwise %s; TS peer unavailable: %v", inFlight, par, peerErr)
+	} else {
+		f.compare("TS SDK peer, same calls, sequential", peerSeq.PerSecond())
+		parRatio = par.PerSecond() / peerPar.PerSecond()
+		f.detail += fmt.Sprintf(", TS %s; %d in flight: stepwise %s, TS %s (ratio %.2f)",
+			peerSeq, inFlight, par, peerPar, parRatio)
+	}
+	f.target = Target{Text: "≥ 1.5× TS (sequential and 8 in flight)", met: func(f Figure) bool {
+		return f.Ratio != nil && *f.Ratio >= 1.5 && parRatio >= 1.5
+	}}
+	return f, nil
+}

@@ -1,0 +1,237 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/catalog"
+	"stepwise.dev/stepwise/service"
+)
+
+const uriCatalogs = "stepwise://catalogs"
+
+// CatalogValidateIn are catalog_validate's arguments.
+type CatalogValidateIn struct {
+	Source string `json:"source" jsonschema:"an OpenAPI document (Swagger 2.0, OpenAPI 3.0 or 3.1): a file path on the server, an http(s) URL if the server allows them, or the document itself (JSON or YAML text)"`
+}
+
+// CatalogValidateOut is catalog_validate's result.
+type CatalogValidateOut struct {
+	*catalog.Report
+}
+
+// Summary implements summarizer.
+func (o CatalogValidateOut) Summary() string {
+	r := o.Report
+	if r == nil {
+		return ""
+	}
+	if !r.Valid {
+		return fmt.Sprintf("Cannot be imported: %d problems (%s).", len(r.Problems), strings.Join(r.Problems, "; "))
+	}
+	return fmt.Sprintf("OpenAPI %s document %q: %d operations, %d warnings. Next: catalog_preview, then catalog_import.", r.OpenAPI, r.Title, r.Operations, len(r.Warnings))
+}
+
+// CatalogPreviewIn are catalog_preview's arguments.
+type CatalogPreviewIn struct {
+	Source  string `json:"source" jsonschema:"the OpenAPI document: a file path on the server, an http(s) URL if allowed, or the document itself"`
+	Title   string `json:"title" jsonschema:"the catalog's title, for people; the catalog's name is made from it unless name is given"`
+	Name    string `json:"name,omitempty" jsonschema:"the catalog's name, the prefix of its actions (lowercase letters, digits, - and _)"`
+	BaseURL string `json:"base_url,omitempty" jsonschema:"where calls go (default: the document's first server)"`
+}
+
+// CatalogPreviewOut is catalog_preview's result.
+type CatalogPreviewOut struct {
+	*catalog.Preview
+}
+
+// Summary implements summarizer.
+func (o CatalogPreviewOut) Summary() string {
+	p := o.Preview
+	if p == nil {
+		return ""
+	}
+	groups := make([]string, 0, len(p.Groups))
+	for g, names := range p.Groups {
+		groups = append(groups, fmt.Sprintf("%s (%d)", g, len(names)))
+	}
+	sort.Strings(groups)
+	return fmt.Sprintf("Catalog %s would make %d actions (%s.*) in %s; %d warnings. Nothing was written.",
+		p.Name, len(p.Operations), p.Name, strings.Join(groups, ", "), len(p.Warnings))
+}
+
+// CatalogImportIn are catalog_import's arguments.
+type CatalogImportIn struct {
+	Source    string                        `json:"source" jsonschema:"the OpenAPI document: a file path on the server, an http(s) URL if allowed, or the document itself"`
+	Title     string                        `json:"title" jsonschema:"the catalog's title; the name is made from it unless name is given"`
+	Name      string                        `json:"name,omitempty" jsonschema:"the catalog's name, the prefix of its actions"`
+	BaseURL   string                        `json:"base_url,omitempty" jsonschema:"where calls go (default: the document's first server)"`
+	Overwrite bool                          `json:"overwrite,omitempty" jsonschema:"replace a catalog of the same name"`
+	Enabled   *bool                         `json:"enabled,omitempty" jsonschema:"register its actions now (default true)"`
+	Auth      map[string]catalog.Credential `json:"auth,omitempty" jsonschema:"credentials by security scheme name (see security_schemes of catalog_validate); secrets only as $NAME, an environment variable of the server"`
+}
+
+// CatalogImportOut is catalog_import's result.
+type CatalogImportOut struct {
+	*service.CatalogImportResult
+}
+
+// Summary implements summarizer.
+func (o CatalogImportOut) Summary() string {
+	r := o.CatalogImportResult
+	if r == nil {
+		return ""
+	}
+	state := "enabled: its actions can be used now (action_get describes each)"
+	if !r.Enabled {
+		state = "disabled: catalog_set_enabled registers its actions"
+	}
+	return fmt.Sprintf("Imported catalog %s (%d actions, %s.*); %s. %d warnings.", r.Name, r.Operations, r.Name, state, len(r.Warnings))
+}
+
+// CatalogListOut is catalog_list's result.
+type CatalogListOut struct {
+	Catalogs []service.CatalogInfo `json:"catalogs"`
+}
+
+// Summary implements summarizer.
+func (o CatalogListOut) Summary() string {
+	if len(o.Catalogs) == 0 {
+		return "No catalogs. Import an OpenAPI document with catalog_import."
+	}
+	parts := make([]string, len(o.Catalogs))
+	for i, c := range o.Catalogs {
+		state := "enabled"
+		if !c.Enabled {
+			state = "disabled"
+		}
+		parts[i] = fmt.Sprintf("%s (%s, %d actions)", c.Name, state, c.Operations)
+	}
+	return fmt.Sprintf("%d catalogs: %s.", len(parts), strings.Join(parts, ", "))
+}
+
+// CatalogSetEnabledIn are catalog_set_enabled's arguments.
+type CatalogSetEnabledIn struct {
+	Name    string `json:"name" jsonschema:"the catalog's name"`
+	Enabled bool   `json:"enabled" jsonschema:"true registers its actions, false takes them out (workflows using them stop validating)"`
+}
+
+// CatalogRemoveIn are catalog_remove's arguments.
+type CatalogRemoveIn struct {
+	Name    string `json:"name" jsonschema:"the catalog to remove"`
+	Confirm bool   `json:"confirm,omitempty" jsonschema:"set after the person agreed, when your client cannot ask them (no elicitation)"`
+}
+
+// CatalogOut is one catalog (catalog_set_enabled, catalog_remove).
+type CatalogOut struct {
+	*service.CatalogInfo
+	// Removed is set by catalog_remove.
+	Removed bool `json:"removed,omitempty"`
+}
+
+// Summary implements summarizer.
+func (o CatalogOut) Summary() string {
+	c := o.CatalogInfo
+	switch {
+	case c == nil:
+		return ""
+	case o.Removed:
+		return fmt.Sprintf("Removed catalog %s: its %d actions are gone.", c.Name, c.Operations)
+	case c.Enabled:
+		return fmt.Sprintf("Catalog %s is enabled: %d actions %s.*.", c.Name, c.Operations, c.Name)
+	}
+	return fmt.Sprintf("Catalog %s is disabled: its actions are unregistered.", c.Name)
+}
+
+func (s *Server) addCatalogTools() {
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	addTool(s, &mcp.Tool{Name: "catalog_validate", Title: "Check an OpenAPI document", Annotations: readOnly,
+		Description: "Parse an OpenAPI document (Swagger 2.0, OpenAPI 3.0 or 3.1) and report whether it can be imported as a catalog: " +
+			"{valid, openapi, title, base_url, operations, security_schemes, problems[], warnings[]}."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogValidateIn) (CatalogValidateOut, error) {
+			r, err := s.svc.ValidateCatalog(ctx, in.Source)
+			return CatalogValidateOut{r}, err
+		})
+	addTool(s, &mcp.Tool{Name: "catalog_preview", Title: "Preview a catalog import", Annotations: readOnly,
+		Description: "Dry run of catalog_import: the actions the document's operations would become (<catalog>.<operationId>, with method, path and safety tier), grouped by tag, and the warnings. Writes nothing."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogPreviewIn) (CatalogPreviewOut, error) {
+			p, err := s.svc.PreviewCatalog(ctx, service.CatalogImportRequest{Source: in.Source, Title: in.Title, Name: in.Name, BaseURL: in.BaseURL})
+			return CatalogPreviewOut{p}, err
+		})
+	addTool(s, &mcp.Tool{Name: "catalog_import", Title: "Import an OpenAPI catalog",
+		Description: "Import an OpenAPI document as a catalog: each operation becomes an action <catalog>.<operationId> that steps call with uses: and with: (its input schema: path, query and header parameters by name, the request body under body). " +
+			"Fails with CATALOG_CONFLICT when the catalog exists (pass overwrite). Credentials (auth) are given per security scheme as $NAME environment references, never in clear.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogImportIn) (CatalogImportOut, error) {
+			enabled := in.Enabled == nil || *in.Enabled
+			r, err := s.svc.ImportCatalog(ctx, service.CatalogImportRequest{Source: in.Source, Title: in.Title, Name: in.Name,
+				BaseURL: in.BaseURL, Overwrite: in.Overwrite, Enabled: enabled, Auth: in.Auth})
+			if err == nil {
+				s.catalogsChanged(ctx)
+			}
+			return CatalogImportOut{r}, err
+		})
+	addTool(s, &mcp.Tool{Name: "catalog_list", Title: "List catalogs", Annotations: readOnly,
+		Description: "List the imported OpenAPI catalogs: name, title, base_url, enabled, operations and their action names."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (CatalogListOut, error) {
+			cs, err := s.svc.ListCatalogs(ctx)
+			return CatalogListOut{Catalogs: cs}, err
+		})
+	addTool(s, &mcp.Tool{Name: "catalog_set_enabled", Title: "Enable or disable a catalog",
+		Description: "Enable a catalog (its operations become actions) or disable it (they leave the registry, and workflows using them stop validating).",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogSetEnabledIn) (CatalogOut, error) {
+			c, err := s.svc.SetCatalogEnabled(ctx, in.Name, in.Enabled)
+			if err == nil {
+				s.catalogsChanged(ctx)
+			}
+			return CatalogOut{CatalogInfo: c}, err
+		})
+	addTool(s, &mcp.Tool{Name: "catalog_remove", Title: "Remove a catalog",
+		Description: "Remove a catalog and its actions. Destructive: the person confirms (asked directly when your client supports elicitation; otherwise ask them and pass confirm: true).",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in CatalogRemoveIn) (CatalogOut, error) {
+			// Refuse what cannot be removed before asking the person.
+			c, err := s.svc.GetCatalog(ctx, in.Name)
+			if err != nil {
+				return CatalogOut{}, err
+			}
+			what := fmt.Sprintf("remove catalog %s and its %d actions", in.Name, c.Operations)
+			if err := s.confirmDestructive(ctx, req, in.Confirm, what); err != nil {
+				return CatalogOut{}, err
+			}
+			c, err = s.svc.RemoveCatalog(ctx, in.Name)
+			if err == nil {
+				s.catalogsChanged(ctx)
+			}
+			return CatalogOut{CatalogInfo: c, Removed: err == nil}, err
+		})
+	s.mcp.AddResource(&mcp.Resource{URI: uriCatalogs, Name: "catalogs", Title: "OpenAPI catalogs",
+		Description: "Every imported OpenAPI catalog (as catalog_list returns them).", MIMEType: "application/json"},
+		func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			cs, err := s.svc.ListCatalogs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return jsonResource(uriCatalogs, CatalogListOut{Catalogs: cs})
+		})
+}
+
+// catalogsChanged tells subscribers that the catalogs, and with them the
+// actions, changed.
+func (s *Server) catalogsChanged(ctx context.Context) {
+	s.updated(ctx, uriCatalogs)
+	s.updated(ctx, uriActions)
+}
+
+// syncCatalogs picks up catalogs changed by another process (the CLI) on
+// the library's poll.
+func (s *Server) syncCatalogs(ctx context.Context) {
+	if s.svc.SyncCatalogs() {
+		s.catalogsChanged(ctx)
+	}
+}

@@ -1,0 +1,107 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
+)
+
+// WorkflowPlanIn are workflow_plan's arguments.
+type WorkflowPlanIn struct {
+	Name    string         `json:"name,omitempty" jsonschema:"a library workflow's name; give this or content"`
+	Content string         `json:"content,omitempty" jsonschema:"a workflow definition, YAML or JSON text; give this or name"`
+	Inputs  map[string]any `json:"inputs,omitempty" jsonschema:"the input values you would start the run with"`
+}
+
+// WorkflowPlanOut is workflow_plan's result.
+type WorkflowPlanOut struct {
+	*service.Plan
+	// Next says in one sentence what to do now.
+	Next string `json:"next"`
+}
+
+// Summary implements summarizer.
+func (o WorkflowPlanOut) Summary() string {
+	p := o.Plan
+	if !p.Valid {
+		return fmt.Sprintf("Invalid: %d violations. %s", len(p.Violations), o.Next)
+	}
+	count := map[string]int{}
+	for _, s := range p.Steps {
+		count[s.Decision]++
+	}
+	steps := fmt.Sprintf("%d steps: %d run, %d skipped, %d decided at run time", len(p.Steps),
+		count[service.DecisionRun], count[service.DecisionSkip], count[service.DecisionRuntime])
+	if n := count[service.DecisionError]; n > 0 {
+		steps += fmt.Sprintf(", %d fail", n)
+	}
+	if p.Ready {
+		return fmt.Sprintf("Ready (%s). %s", steps, o.Next)
+	}
+	return fmt.Sprintf("Not ready (%s). %s", steps, o.Next)
+}
+
+// planNext is the advice that ends a plan.
+func planNext(p *service.Plan, in WorkflowPlanIn) string {
+	if !p.Valid {
+		return "Fix each violation (path, line, column, hint) and plan again."
+	}
+	if p.Ready {
+		if in.Name != "" {
+			return fmt.Sprintf("Start it with run_start {workflow: %q, inputs} with the same inputs.", in.Name)
+		}
+		return "Start it with run_start {definition, inputs} with the same content and inputs."
+	}
+	var what []string
+	if len(p.Missing) > 0 {
+		what = append(what, "give "+strings.Join(p.Missing, ", ")+" (ask the person for what you do not know)")
+	}
+	var invalid []string
+	for _, i := range p.Inputs {
+		if !i.Valid && i.Source != engine.SourceMissing && len(i.Problems) > 0 {
+			invalid = append(invalid, i.Name)
+		}
+	}
+	if len(invalid) > 0 {
+		what = append(what, "fix "+strings.Join(invalid, ", "))
+	}
+	if len(p.UnknownInputs) > 0 {
+		what = append(what, "drop "+strings.Join(p.UnknownInputs, ", ")+" (not declared)")
+	}
+	if len(what) == 0 {
+		return "It cannot start as it is: see violations."
+	}
+	return "Inputs: " + strings.Join(what, "; ") + ". Then plan again."
+}
+
+func (s *Server) addPlanTool() {
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	addTool(s, &mcp.Tool{Name: "workflow_plan", Title: "Plan a run", Annotations: readOnly,
+		Description: "Preview a run before starting it; nothing is started or recorded. Give name (library) or content (YAML/JSON) and the inputs you would pass to run_start. " +
+			"Returns ready (true exactly when run_start with these inputs would start), every input with its value and source (given, env, default, none, missing; secrets as ***), " +
+			"missing and unknown_inputs, violations (an invalid workflow is valid:false, not an error), and the steps in order — nested ones with parent and path — " +
+			"each with a decision: run, skip, runtime (depends on step outputs, answers or items) or error, a reason, switch cases, foreach items when the inputs give them, " +
+			"and with/prompt/instructions rendered with the known values (what is known only at run time stays as ${{ … }}). " +
+			"Use it to find out which inputs to ask the person for and what the run will do."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowPlanIn) (WorkflowPlanOut, error) {
+			req := service.PlanRequest{Name: in.Name, Inputs: in.Inputs}
+			switch {
+			case in.Content != "" && in.Name != "":
+				return WorkflowPlanOut{}, argumentsError("give content or name, not both")
+			case in.Content != "":
+				req.Content = []byte(in.Content)
+			case in.Name == "":
+				return WorkflowPlanOut{}, argumentsError("give name (a library workflow) or content (YAML or JSON text)")
+			}
+			p, err := s.svc.Plan(ctx, req)
+			if err != nil {
+				return WorkflowPlanOut{}, err
+			}
+			return WorkflowPlanOut{Plan: p, Next: planNext(p, in)}, nil
+		})
+}

@@ -1,0 +1,114 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// RunPurgeIn are run_purge's arguments.
+type RunPurgeIn struct {
+	Workflow  string `json:"workflow,omitempty" jsonschema:"only runs of this workflow"`
+	Status    string `json:"status,omitempty" jsonschema:"only runs that ended so: succeeded, failed or canceled (default: all three)"`
+	OlderThan string `json:"older_than,omitempty" jsonschema:"only runs that finished at least this long ago: a duration such as 30d, 12h or 1d12h"`
+	Confirm   bool   `json:"confirm,omitempty" jsonschema:"set only after the person agreed to delete these runs (clients that can ask the person are asked instead)"`
+}
+
+// RunPurgeOut is run_purge's result: how many records were deleted.
+type RunPurgeOut struct {
+	// Runs counts top-level runs and their sub-workflow runs.
+	Runs     int `json:"runs"`
+	Steps    int `json:"steps"`
+	Attempts int `json:"attempts"`
+	Events   int `json:"events"`
+	Pauses   int `json:"pauses"`
+	Answers  int `json:"answers"`
+	Timers   int `json:"timers"`
+	// Versions counts workflow versions no remaining run used.
+	Versions int `json:"versions"`
+}
+
+// Summary implements summarizer.
+func (o RunPurgeOut) Summary() string {
+	if o.Runs == 0 {
+		return "Nothing to purge: no finished run matches."
+	}
+	return fmt.Sprintf("Purged %s (%s, %s, %s no longer used).", counted(o.Runs, "run"), counted(o.Steps, "step"),
+		counted(o.Events, "event"), counted(o.Versions, "workflow version"))
+}
+
+// counted is "1 run", "2 runs".
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func (s *Server) addPurgeTool() {
+	addTool(s, &mcp.Tool{Name: "run_purge", Title: "Purge finished runs",
+		Description: "Delete finished runs (succeeded, failed, canceled) with their whole history — steps, events, answers, their sub-workflow runs — optionally only of one workflow, one status or older than a duration. " +
+			"Runs still active, and runs whose sub-workflow runs are, are never touched. Needs the person's confirmation; cannot be undone. " +
+			"Returns the counts deleted {runs, steps, attempts, events, pauses, answers, timers, versions}.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunPurgeIn) (RunPurgeOut, error) {
+			f := service.PurgeFilter{Workflow: in.Workflow}
+			if in.Status != "" {
+				if !slices.Contains(runStatuses, in.Status) {
+					return RunPurgeOut{}, argumentsError(fmt.Sprintf("status %q: use succeeded, failed or canceled", in.Status))
+				}
+				f.Status = []string{in.Status}
+			}
+			if in.OlderThan != "" {
+				d, err := workflow.ParseDuration(in.OlderThan)
+				if err != nil {
+					return RunPurgeOut{}, argumentsError("older_than: " + err.Error())
+				}
+				f.OlderThan = d
+			}
+			// Counted first, so that the person confirms a number.
+			f.DryRun = true
+			would, err := s.svc.PurgeRuns(ctx, f)
+			if err != nil {
+				return RunPurgeOut{}, err
+			}
+			if would.Runs == 0 {
+				return RunPurgeOut{}, nil
+			}
+			if err := s.confirmDestructive(ctx, req, in.Confirm, purgeWhat(would.Runs, in)); err != nil {
+				return RunPurgeOut{}, err
+			}
+			f.DryRun = false
+			res, err := s.svc.PurgeRuns(ctx, f)
+			if err != nil {
+				return RunPurgeOut{}, err
+			}
+			return RunPurgeOut{Runs: res.Runs, Steps: res.Steps, Attempts: res.Attempts, Events: res.Events,
+				Pauses: res.Pauses, Answers: res.Answers, Timers: res.Timers, Versions: res.Versions}, nil
+		})
+}
+
+// purgeWhat describes a purge for its confirmation: "purge 3 finished runs
+// of deploy that failed, finished more than 30d ago, with their history".
+func purgeWhat(n int, in RunPurgeIn) string {
+	var b strings.Builder
+	b.WriteString("purge " + counted(n, "finished run"))
+	if in.Workflow != "" {
+		b.WriteString(" of " + in.Workflow)
+	}
+	if in.Status != "" {
+		b.WriteString(" that " + map[string]string{store.StatusSucceeded: "succeeded", store.StatusFailed: "failed", store.StatusCanceled: "were canceled"}[in.Status])
+	}
+	if in.OlderThan != "" {
+		b.WriteString(", finished more than " + in.OlderThan + " ago,")
+	}
+	b.WriteString(" with their history")
+	return b.String()
+}

@@ -1,0 +1,140 @@
+package service
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"stepwise.dev/stepwise/catalog"
+	"stepwise.dev/stepwise/library"
+)
+
+// catalogs keeps the action registry in step with the catalogs directory:
+// the operations of every enabled catalog are registered, nothing else.
+type catalogs struct {
+	// mu serializes changes: a store write and the registry update after
+	// it are one step for the other callers of this service.
+	mu        sync.Mutex
+	store     *catalog.Store
+	rt        catalog.Runtime
+	allowURLs bool
+	// actions are the registered action names by catalog.
+	actions map[string][]string
+	// seen are the files' stamps as last synced, to notice edits made by
+	// another process (the CLI next to a server).
+	seen map[string]fileStamp
+}
+
+type fileStamp struct {
+	size    int64
+	modTime time.Time
+}
+
+func (s *Service) openCatalogs(opts Options) {
+	s.catalogs = &catalogs{store: catalog.NewStore(filepath.Join(s.Home.Dir, "catalogs")),
+		rt: catalog.Runtime{Client: opts.CatalogHTTPClient, LookupEnv: opts.LookupEnv}, allowURLs: opts.AllowCatalogURLs,
+		actions: map[string][]string{}, seen: map[string]fileStamp{}}
+	s.SyncCatalogs()
+}
+
+// SyncCatalogs brings the registry in step with the catalog files changed
+// since the last sync (by another process: this one's changes apply at
+// once). It reports whether anything changed. Unreadable files are logged
+// and their actions unregistered.
+func (s *Service) SyncCatalogs() bool {
+	cs := s.catalogs
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	entries, err := os.ReadDir(cs.store.Dir())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("catalogs", "error", err)
+		return false
+	}
+	present := map[string]bool{}
+	changed := false
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || library.CheckName(name) != nil {
+			continue
+		}
+		present[name] = true
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		st := fileStamp{size: info.Size(), modTime: info.ModTime()}
+		if old, ok := cs.seen[name]; ok && old == st {
+			continue
+		}
+		changed = true
+		cs.seen[name] = st
+		c, err := cs.store.Get(name)
+		if err != nil {
+			s.log.Warn("catalog not loaded", "catalog", name, "error", err)
+			s.dropCatalog(name)
+			continue
+		}
+		s.applyCatalog(c)
+	}
+	for name := range cs.seen {
+		if !present[name] {
+			changed = true
+			delete(cs.seen, name)
+			s.dropCatalog(name)
+		}
+	}
+	return changed
+}
+
+// applyCatalog registers an enabled catalog's actions in place of those
+// it had; a disabled one's are unregistered. Called with mu held.
+func (s *Service) applyCatalog(c *catalog.Catalog) {
+	s.dropCatalog(c.Name)
+	if !c.Enabled {
+		return
+	}
+	acts := c.Actions(s.catalogs.rt)
+	names := make([]string, len(acts))
+	for i, a := range acts {
+		s.Actions.Register(a)
+		names[i] = a.Name()
+	}
+	s.catalogs.actions[c.Name] = names
+	s.stamp(c.Name)
+	s.forgetSummaries()
+}
+
+// dropCatalog unregisters a catalog's actions. Called with mu held.
+func (s *Service) dropCatalog(name string) {
+	for _, a := range s.catalogs.actions[name] {
+		s.Actions.Unregister(a)
+	}
+	delete(s.catalogs.actions, name)
+	s.stamp(name)
+	s.forgetSummaries()
+}
+
+// stamp records the current stamp of a catalog file this process wrote,
+// so that the next sync does not read it again.
+func (s *Service) stamp(name string) {
+	info, err := os.Stat(filepath.Join(s.catalogs.store.Dir(), name+".json"))
+	if err != nil {
+		delete(s.catalogs.seen, name)
+		return
+	}
+	s.catalogs.seen[name] = fileStamp{size: info.Size(), modTime: info.ModTime()}
+}
+
+// forgetSummaries drops the cached validation of library workflows: with
+// actions gone or added, a workflow's validity may have changed.
+func (s *Service) forgetSummaries() {
+	s.summaries.mu.Lock()
+	s.summaries.entries = nil
+	s.summaries.mu.Unlock()
+	// The search index shows validity, which depends on the actions.
+	s.InvalidateSearch()
+}

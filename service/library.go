@@ -1,0 +1,243 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/library"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Error codes of the library.
+const (
+	CodeVersionConflict = "VERSION_CONFLICT"
+	CodeUnsafeName      = "UNSAFE_NAME"
+	CodeNotFound        = "WORKFLOW_NOT_FOUND"
+	CodeNameMismatch    = "NAME_MISMATCH"
+	CodeNameMissing     = "NAME_MISSING"
+	CategorySecurity    = "security"
+)
+
+// fileVersion is the version of a library file: the workflow's version
+// (canonical form) when it parses, else the hash of its bytes (a draft
+// with a syntax error still has a version to save against).
+func fileVersion(data []byte) string {
+	if src, _ := workflow.Parse(data); src != nil {
+		if v, err := workflow.VersionOf(src.Value); err == nil {
+			return v
+		}
+	}
+	h := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// SaveRequest is a workflow to write into the library.
+type SaveRequest struct {
+	Content string
+	// Draft saves into drafts/, valid or not.
+	Draft bool
+	// Name is needed only when the content has no readable name (a draft
+	// with a syntax error); when both are given they must agree.
+	Name            string
+	ExpectedVersion string
+	Overwrite       bool
+}
+
+// SaveResult is a saved workflow or draft.
+type SaveResult struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	Draft   bool   `json:"draft"`
+	Valid   bool   `json:"valid"`
+	// Violations of a draft (a library save has none: it is refused).
+	Violations []workflow.Violation `json:"violations"`
+	// Replaced is the version that was overwritten, if any.
+	Replaced string `json:"replaced_version,omitempty"`
+	// DraftRemoved: saving to the library promoted the draft of that name.
+	DraftRemoved bool `json:"draft_removed,omitempty"`
+}
+
+// SaveWorkflow validates and writes a workflow (or a draft). A library
+// save of an invalid workflow writes nothing and returns WORKFLOW_INVALID
+// with the violations; replacing an existing file needs its current
+// version (or Overwrite), else VERSION_CONFLICT carrying the current one.
+func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResult, error) {
+	data := []byte(req.Content)
+	res := s.check(data, s.Home.WorkflowsDir())
+	name := req.Name
+	if wf := res.Workflow; wf != nil && wf.Name != "" {
+		if req.Name != "" && req.Name != wf.Name {
+			return nil, &engine.Error{Code: CodeNameMismatch, Category: engine.CategoryValidation, Workflow: wf.Name,
+				Message:    fmt.Sprintf("the content is workflow %q, not %q", wf.Name, req.Name),
+				Suggestion: "leave out name, or make it equal to the content's name: field (use workflow_rename to rename)"}
+		}
+		name = wf.Name
+	}
+	if name == "" {
+		return nil, &engine.Error{Code: CodeNameMissing, Category: engine.CategoryValidation, Violations: res.Violations,
+			Message:    "the workflow has no readable name",
+			Suggestion: "add a top-level name: field (or, for a draft that does not parse yet, pass name)"}
+	}
+	if err := library.CheckName(name); err != nil {
+		return nil, s.libraryError(err, name)
+	}
+	if !req.Draft && !res.Valid() {
+		return nil, &engine.Error{Code: engine.CodeWorkflowInvalid, Category: engine.CategoryValidation, Workflow: name,
+			Message:    fmt.Sprintf("workflow %q is invalid: nothing was saved", name),
+			Violations: res.Violations,
+			Suggestion: "fix the violations and save again, or save it as a draft (draft: true) meanwhile"}
+	}
+	ext := ".yaml"
+	if res.Source != nil && res.Source.Format == "json" {
+		ext = ".json"
+	}
+	kind := library.Saved
+	if req.Draft {
+		kind = library.Draft
+	}
+	var replaced string
+	if old, err := s.Library.Get(kind, name); err == nil {
+		replaced = old.Version
+	}
+	f, err := s.Library.Save(kind, name, ext, data, library.WriteOptions{ExpectedVersion: req.ExpectedVersion, Overwrite: req.Overwrite})
+	if err != nil {
+		return nil, s.libraryError(err, name)
+	}
+	out := &SaveResult{Name: name, Path: f.Path, Version: f.Version, Draft: req.Draft, Valid: res.Valid(),
+		Violations: res.Violations, Replaced: replaced}
+	if out.Violations == nil {
+		out.Violations = []workflow.Violation{}
+	}
+	if !req.Draft {
+		// Promotion: the draft has become the workflow (kept in previous/).
+		if _, err := s.Library.Delete(library.Draft, name, ""); err == nil {
+			out.DraftRemoved = true
+		} else if !errors.Is(err, library.ErrNotFound) {
+			return nil, fmt.Errorf("saved %q, but removing its draft failed: %w", name, err)
+		}
+	}
+	s.libraryChanged(name)
+	return out, nil
+}
+
+// RenameResult is a renamed workflow.
+type RenameResult struct {
+	Name    string `json:"name"`
+	OldName string `json:"old_name"`
+	Path    string `json:"path"`
+	Version string `json:"version"`
+}
+
+// RenameWorkflow renames a saved workflow: its file and its name: field
+// together (nothing else in the file changes). Runs already started keep
+// the version they pinned.
+func (s *Service) RenameWorkflow(ctx context.Context, name, newName, expectedVersion string) (*RenameResult, error) {
+	f, err := s.Library.Rename(name, newName, expectedVersion, func(content []byte) ([]byte, error) {
+		src, vs := workflow.Parse(content)
+		if src == nil {
+			return nil, &workflow.ValidationError{Violations: vs}
+		}
+		return src.WithName(newName)
+	})
+	if err != nil {
+		return nil, s.libraryError(err, name)
+	}
+	s.libraryChanged(name)
+	s.libraryChanged(newName)
+	return &RenameResult{Name: newName, OldName: name, Path: f.Path, Version: f.Version}, nil
+}
+
+// DeleteResult is a deleted workflow or draft.
+type DeleteResult struct {
+	Name    string `json:"name"`
+	Draft   bool   `json:"draft"`
+	Version string `json:"version"`
+	// KeptIn is the directory holding the removed content.
+	KeptIn string `json:"kept_in"`
+}
+
+// DeleteWorkflow removes a saved workflow or a draft (at expectedVersion
+// when given). The content is kept in the home's previous/ directory.
+func (s *Service) DeleteWorkflow(ctx context.Context, name string, draft bool, expectedVersion string) (*DeleteResult, error) {
+	kind := library.Saved
+	if draft {
+		kind = library.Draft
+	}
+	f, err := s.Library.Delete(kind, name, expectedVersion)
+	if err != nil {
+		return nil, s.libraryError(err, name)
+	}
+	s.libraryChanged(name)
+	return &DeleteResult{Name: name, Draft: draft, Version: f.Version, KeptIn: filepath.Join(s.Home.Dir, "previous")}, nil
+}
+
+// CheckWorkflowName returns the structured error of an unsafe name, nil
+// for a safe one.
+func (s *Service) CheckWorkflowName(name string) error {
+	if err := library.CheckName(name); err != nil {
+		return s.libraryError(err, name)
+	}
+	return nil
+}
+
+// libraryError maps the library's errors to structured ones.
+func (s *Service) libraryError(err error, name string) error {
+	var ce *library.ConflictError
+	var ve *workflow.ValidationError
+	switch {
+	case errors.As(err, &ce):
+		e := &engine.Error{Code: CodeVersionConflict, Category: engine.CategoryConflict, Workflow: ce.Name,
+			CurrentVersion: ce.Current, Message: ce.Error(), Err: err}
+		switch {
+		case ce.Current == "":
+			e.Suggestion = "it was removed meanwhile: save without expected_version to create it again"
+		case ce.Expected == "":
+			e.Suggestion = "read it (workflow_get), then save with expected_version set to its current version, or overwrite: true to replace it"
+		default:
+			e.Suggestion = "someone changed it: read the current version (workflow_get), merge your change and save with expected_version: " + ce.Current
+		}
+		return e
+	case library.IsUnsafe(err):
+		return &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Message: err.Error(), Err: err,
+			Suggestion: "use a library name (lowercase letters, digits, - and _; no paths) as workflow_list shows them"}
+	case errors.Is(err, library.ErrNotFound):
+		return &engine.Error{Code: CodeNotFound, Category: engine.CategoryNotFound, Workflow: name, Message: err.Error(), Err: err,
+			Suggestion: "list the library with workflow_list (include_drafts for drafts)"}
+	case errors.As(err, &ve):
+		return &engine.Error{Code: engine.CodeWorkflowInvalid, Category: engine.CategoryValidation, Workflow: name,
+			Message: "the workflow does not parse", Violations: ve.Violations, Err: err}
+	}
+	return err
+}
+
+// libraryWatchers are told when a library entry changes through the
+// service (a surface updates resources and tools).
+type libraryWatchers struct {
+	mu  sync.Mutex
+	fns []func(name string)
+}
+
+// OnLibraryChange registers fn, called with the name of every workflow or
+// draft saved, renamed (old and new name) or deleted through the service.
+func (s *Service) OnLibraryChange(fn func(name string)) {
+	s.watchers.mu.Lock()
+	defer s.watchers.mu.Unlock()
+	s.watchers.fns = append(s.watchers.fns, fn)
+}
+
+func (s *Service) libraryChanged(name string) {
+	s.InvalidateSearch()
+	s.watchers.mu.Lock()
+	fns := append([]func(string){}, s.watchers.fns...)
+	s.watchers.mu.Unlock()
+	for _, fn := range fns {
+		fn(name)
+	}
+}
