@@ -221,7 +221,9 @@ func (e *Engine) setHeld(ctx context.Context, runID string, hold bool) error {
 		if c.Run.Status == store.StatusRunning {
 			e.schedule(runID)
 		}
-		if st.Wait != nil && !hold {
+		if !hold {
+			// The run's wake-ups (its own sleep, and sleeps or retries
+			// inside its groups) are due again.
 			e.wakeTimers()
 		}
 		return nil

@@ -283,11 +283,13 @@ type Store interface {
 	OpenPauses(ctx context.Context, runID string) ([]Pause, error)
 	// Answers returns the answers of a run in submission order.
 	Answers(ctx context.Context, runID string) ([]Answer, error)
-	// DueTimers returns timers whose wake time is at or before now.
+	// DueTimers returns timers whose wake time is at or before now. Timers
+	// of paused runs (StatusPaused) are not due until the run is resumed.
 	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
 	// Timers returns the timers of one run.
 	Timers(ctx context.Context, runID string) ([]Timer, error)
-	// NextTimer returns the earliest timer (ok false when there is none).
+	// NextTimer returns the earliest timer of a run that is not paused (ok
+	// false when there is none).
 	NextTimer(ctx context.Context) (Timer, bool, error)
 
 	// PurgeRuns deletes the finished runs the filter selects (see

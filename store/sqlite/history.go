@@ -144,12 +144,23 @@ func (s *Store) Answers(ctx context.Context, runID string) ([]store.Answer, erro
 	return out, rows.Err()
 }
 
-// DueTimers returns timers due at now.
+// Timers of operator-paused runs are left out of DueTimers and NextTimer:
+// the run will not advance until it is resumed, and resuming wakes the
+// timer loop. Without this the loop would schedule a paused run every time
+// it looks.
+const (
+	sqlDueTimers = `SELECT t.run_id, t.key, t.wake_at FROM timers t JOIN runs r ON r.id = t.run_id
+		WHERE t.wake_at <= ? AND r.status <> 'paused' ORDER BY t.wake_at LIMIT ?`
+	sqlNextTimer = `SELECT t.run_id, t.key, t.wake_at FROM timers t JOIN runs r ON r.id = t.run_id
+		WHERE r.status <> 'paused' ORDER BY t.wake_at LIMIT 1`
+)
+
+// DueTimers returns timers due at now, except those of paused runs.
 func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]store.Timer, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT run_id, key, wake_at FROM timers WHERE wake_at <= ? ORDER BY wake_at LIMIT ?`, nanos(now), limit)
+	rows, err := s.r.QueryContext(ctx, sqlDueTimers, nanos(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("due timers: %w", err)
 	}
@@ -167,11 +178,11 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stor
 	return out, rows.Err()
 }
 
-// NextTimer returns the earliest timer.
+// NextTimer returns the earliest timer of a run that is not paused.
 func (s *Store) NextTimer(ctx context.Context) (store.Timer, bool, error) {
 	var t store.Timer
 	var at int64
-	err := s.r.QueryRowContext(ctx, `SELECT run_id, key, wake_at FROM timers ORDER BY wake_at LIMIT 1`).Scan(&t.RunID, &t.Key, &at)
+	err := s.r.QueryRowContext(ctx, sqlNextTimer).Scan(&t.RunID, &t.Key, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, false, nil
 	}

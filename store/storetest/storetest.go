@@ -35,6 +35,7 @@ func Run(t *testing.T, open Opener) {
 		{"StepsUpsertByVisit", testStepsUpsert},
 		{"ListRunsFiltersAndPages", testListRuns},
 		{"Timers", testTimers},
+		{"TimersOfPausedRunsAreNotDue", testTimersOfPausedRuns},
 		{"RunIDsByStatus", testRunIDsByStatus},
 		{"ReopenAndCopySteps", testReopenAndCopy},
 		{"WorkflowStats", testWorkflowStats},
@@ -443,6 +444,37 @@ func testTimers(t *testing.T, s store.Store) {
 		SetTimers: []store.Timer{{Key: "late", WakeAt: now.Add(2 * time.Hour)}}}))(t)
 	if due := ok(s.DueTimers(ctx, now.Add(90*time.Minute), 10))(t); len(due) != 0 {
 		t.Errorf("after clear and reschedule: %+v", due)
+	}
+}
+
+// testTimersOfPausedRuns: an operator-paused run keeps its wake-ups (they
+// record when its sleeps and retries end) but they are not due until the
+// run is resumed, so the timer loop does not keep waking a run that will
+// not advance.
+func testTimersOfPausedRuns(t *testing.T, s store.Store) {
+	r := newRun(t, s)
+	other := newRun(t, s)
+	now := time.Now()
+	res := ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 1, SetTimers: []store.Timer{{Key: "nested/sleep", WakeAt: now.Add(-time.Minute)}}}))(t)
+	ok(s.Commit(ctx, store.Commit{RunID: other.ID, Rev: 1, SetTimers: []store.Timer{{Key: "retry", WakeAt: now.Add(-time.Second)}}}))(t)
+	paused := store.Commit{RunID: r.ID, Rev: res.Rev}
+	paused.Run.Status = store.StatusPaused
+	res = ok(s.Commit(ctx, paused))(t)
+	due := ok(s.DueTimers(ctx, now, 10))(t)
+	if len(due) != 1 || due[0].RunID != other.ID {
+		t.Errorf("due while paused: %+v, want only the other run's", due)
+	}
+	if next, found, err := s.NextTimer(ctx); err != nil || !found || next.RunID != other.ID {
+		t.Errorf("next timer while paused: %+v %v %v", next, found, err)
+	}
+	if ts := ok(s.Timers(ctx, r.ID))(t); len(ts) != 1 {
+		t.Errorf("a paused run keeps its timers: %+v", ts)
+	}
+	resumed := store.Commit{RunID: r.ID, Rev: res.Rev}
+	resumed.Run.Status = store.StatusRunning
+	ok(s.Commit(ctx, resumed))(t)
+	if due := ok(s.DueTimers(ctx, now, 10))(t); len(due) != 2 || due[0].RunID != r.ID {
+		t.Errorf("due after resume: %+v", due)
 	}
 }
 
