@@ -156,27 +156,27 @@ func (s *Store) Put(c *Catalog, overwrite bool) (replaced *Catalog, err error) {
 
 // Update changes the catalog name with fn and writes it back.
 func (s *Store) Update(name string, fn func(*Catalog) error) (*Catalog, error) {
-	p, err := s.path(name)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := s.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	c, err := read(p, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := fn(c); err != nil {
-		return nil, err
-	}
-	return c, write(p, c)
+	return s.withLocked(name, func(p string, c *Catalog) error {
+		if err := fn(c); err != nil {
+			return err
+		}
+		return write(p, c)
+	})
 }
 
 // Remove deletes the catalog name and returns what it held.
 func (s *Store) Remove(name string) (*Catalog, error) {
+	return s.withLocked(name, func(p string, c *Catalog) error {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("remove catalog %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// withLocked reads the catalog name under the store's lock and hands it,
+// with its path, to fn; the lock is held until fn returns.
+func (s *Store) withLocked(name string, fn func(path string, c *Catalog) error) (*Catalog, error) {
 	p, err := s.path(name)
 	if err != nil {
 		return nil, err
@@ -190,8 +190,8 @@ func (s *Store) Remove(name string) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Remove(p); err != nil {
-		return nil, fmt.Errorf("remove catalog %s: %w", name, err)
+	if err := fn(p, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -16,18 +16,6 @@ import (
 	"stepwise.dev/stepwise/workflow"
 )
 
-// purgeCounts is what `purge --json` prints.
-type purgeCounts struct {
-	Runs     int `json:"runs"`
-	Steps    int `json:"steps"`
-	Attempts int `json:"attempts"`
-	Events   int `json:"events"`
-	Pauses   int `json:"pauses"`
-	Answers  int `json:"answers"`
-	Timers   int `json:"timers"`
-	Versions int `json:"versions"`
-}
-
 // askPurge asks the person whether to go ahead with a purge.
 type askPurge func(ctx context.Context, question string) (bool, error)
 
@@ -106,7 +94,7 @@ func purge(ctx context.Context, cmd *cobra.Command, svc *service.Service, f serv
 	out := cmd.OutOrStdout()
 	if would.Runs == 0 {
 		if asJSON {
-			return writeJSON(out, purgeCounts{})
+			return writeJSON(out, store.PurgeResult{})
 		}
 		fmt.Fprintln(out, "nothing to purge: no finished run matches")
 		return nil
@@ -134,8 +122,7 @@ func purge(ctx context.Context, cmd *cobra.Command, svc *service.Service, f serv
 		return describe(err)
 	}
 	if asJSON {
-		return writeJSON(out, purgeCounts{Runs: res.Runs, Steps: res.Steps, Attempts: res.Attempts, Events: res.Events,
-			Pauses: res.Pauses, Answers: res.Answers, Timers: res.Timers, Versions: res.Versions})
+		return writeJSON(out, res)
 	}
 	fmt.Fprintf(out, "purged %d %s: %d steps, %d attempts, %d events, %d pauses, %d answers, %d timers, %d workflow versions no longer used\n",
 		res.Runs, plural(res.Runs, "run", "runs"), res.Steps, res.Attempts, res.Events, res.Pauses, res.Answers, res.Timers, res.Versions)

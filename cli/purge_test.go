@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"stepwise.dev/stepwise/store"
 )
 
 // asPerson makes purge see a terminal where the person answers yes (or
@@ -74,7 +76,7 @@ func TestPurgeWithoutTerminalNeedsYes(t *testing.T) {
 		t.Fatalf("runs left after a refused purge: %v", got)
 	}
 	code, out, errOut = runOut(t, home, "purge", "--status", "failed", "--yes", "--json")
-	var counts purgeCounts
+	var counts store.PurgeResult
 	if code != ExitOK || json.Unmarshal([]byte(out), &counts) != nil {
 		t.Fatalf("purge --yes: exit %d\n%s\n%s", code, out, errOut)
 	}

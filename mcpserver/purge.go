@@ -23,16 +23,7 @@ type RunPurgeIn struct {
 
 // RunPurgeOut is run_purge's result: how many records were deleted.
 type RunPurgeOut struct {
-	// Runs counts top-level runs and their sub-workflow runs.
-	Runs     int `json:"runs"`
-	Steps    int `json:"steps"`
-	Attempts int `json:"attempts"`
-	Events   int `json:"events"`
-	Pauses   int `json:"pauses"`
-	Answers  int `json:"answers"`
-	Timers   int `json:"timers"`
-	// Versions counts workflow versions no remaining run used.
-	Versions int `json:"versions"`
+	store.PurgeResult
 }
 
 // Summary implements summarizer.
@@ -90,8 +81,7 @@ func (s *Server) addPurgeTool() {
 			if err != nil {
 				return RunPurgeOut{}, err
 			}
-			return RunPurgeOut{Runs: res.Runs, Steps: res.Steps, Attempts: res.Attempts, Events: res.Events,
-				Pauses: res.Pauses, Answers: res.Answers, Timers: res.Timers, Versions: res.Versions}, nil
+			return RunPurgeOut{res}, nil
 		})
 }
 

@@ -58,15 +58,15 @@ func (f PurgeFilter) Statuses() []string {
 // delete).
 type PurgeResult struct {
 	// Runs counts top-level and sub-workflow runs.
-	Runs     int
-	Steps    int
-	Attempts int
-	Events   int
-	Pauses   int
-	Answers  int
-	Timers   int
+	Runs     int `json:"runs" jsonschema:"runs deleted: top-level runs and their sub-workflow runs"`
+	Steps    int `json:"steps"`
+	Attempts int `json:"attempts"`
+	Events   int `json:"events"`
+	Pauses   int `json:"pauses"`
+	Answers  int `json:"answers"`
+	Timers   int `json:"timers"`
 	// Versions counts workflow versions no run refers to any more.
-	Versions int
+	Versions int `json:"versions" jsonschema:"workflow versions deleted because no remaining run used them"`
 }
 
 // Add returns the sum of two results (a purge in several batches, or in
