@@ -43,12 +43,12 @@ var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 // every failure — arguments that do not fit the schema included — to the
 // structured ToolError, and it adds a short text summary before the JSON.
 //
-// The schemas clients see come from toolschemas.json, derived from the Go
-// types at build time (go generate; a test keeps it current): deriving and
-// marshalling them took most of a server's start. The resolved input
-// schema that checks arguments is built on the tool's first call.
+// The schemas clients see come from toolschemas_gen.go, derived from the
+// Go types at build time (see setToolSchemas). The resolved input schema
+// that checks arguments is built on the tool's first call.
 func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
-	if err := setToolSchemas[In, Out](s, t); err != nil {
+	prebuilt, err := setToolSchemas[In, Out](s, t)
+	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", t.Name, err))
 	}
 	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) {
@@ -58,7 +58,7 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
 		}
 		return in.Resolve(nil)
 	})
-	s.mcp.AddTool(t, s.toolHandler(t.Name, func(ctx context.Context, req *mcp.CallToolRequest) (any, error) {
+	handler := s.toolHandler(t.Name, func(ctx context.Context, req *mcp.CallToolRequest) (any, error) {
 		var input In
 		args := req.Params.Arguments
 		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
@@ -82,7 +82,12 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
 			return nil, argumentsError("the arguments do not fit the tool's input schema: " + err.Error())
 		}
 		return h(ctx, req, input)
-	}))
+	})
+	if prebuilt {
+		addPrebuilt(s.mcp, t, handler)
+		return
+	}
+	s.mcp.AddTool(t, handler)
 }
 
 // toolHandler turns a handler's (output, error) into the tool result.
