@@ -37,6 +37,10 @@ type Options struct {
 	// LibraryPoll is how often the library's files are re-read to notice
 	// edits made outside stepwise (default 2s).
 	LibraryPoll time.Duration
+
+	// deriveSchemas derives every built-in tool's schemas from the Go
+	// types instead of reading toolschemas.json (which is generated so).
+	deriveSchemas bool
 }
 
 // Server is an MCP server for one stepwise service. One Server serves any

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -41,29 +42,23 @@ var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 // addTool registers a typed tool. Unlike the SDK's generic AddTool it maps
 // every failure — arguments that do not fit the schema included — to the
 // structured ToolError, and it adds a short text summary before the JSON.
+//
+// The schemas clients see come from toolschemas_gen.go, derived from the
+// Go types at build time (see setToolSchemas). The resolved input schema
+// that checks arguments is built on the tool's first call.
 func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
-	opts := &jsonschema.ForOptions{TypeSchemas: schemaTypes}
-	in, err := jsonschema.For[In](opts)
+	prebuilt, err := setToolSchemas[In, Out](s, t)
 	if err != nil {
-		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+		panic(fmt.Sprintf("tool %s: %v", t.Name, err))
 	}
-	resolved, err := in.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
-	}
-	if t.InputSchema, err = objectSchema(in); err != nil {
-		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
-	}
-	if t.OutputSchema == nil {
-		out, err := jsonschema.For[Out](opts)
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		in, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: schemaTypes})
 		if err != nil {
-			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+			return nil, fmt.Errorf("input schema of %s: %w", t.Name, err)
 		}
-		if t.OutputSchema, err = resultOrError(out); err != nil {
-			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
-		}
-	}
-	s.mcp.AddTool(t, s.toolHandler(t.Name, func(ctx context.Context, req *mcp.CallToolRequest) (any, error) {
+		return in.Resolve(nil)
+	})
+	handler := s.toolHandler(t.Name, func(ctx context.Context, req *mcp.CallToolRequest) (any, error) {
 		var input In
 		args := req.Params.Arguments
 		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
@@ -72,6 +67,10 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
 		var generic any
 		if err := json.Unmarshal(args, &generic); err != nil {
 			return nil, argumentsError("the arguments are not JSON: " + err.Error())
+		}
+		resolved, err := resolve()
+		if err != nil {
+			return nil, fmt.Errorf("input schema of %s: %w", t.Name, err)
 		}
 		if err := resolved.Validate(generic); err != nil {
 			return nil, argumentsError("the arguments do not fit the tool's input schema",
@@ -83,7 +82,12 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
 			return nil, argumentsError("the arguments do not fit the tool's input schema: " + err.Error())
 		}
 		return h(ctx, req, input)
-	}))
+	})
+	if prebuilt {
+		addPrebuilt(s.mcp, t, handler)
+		return
+	}
+	s.mcp.AddTool(t, handler)
 }
 
 // toolHandler turns a handler's (output, error) into the tool result.
