@@ -592,6 +592,16 @@ func (e *Engine) Pauses(ctx context.Context, runID string) ([]Pause, error) {
 }
 
 func (e *Engine) pauses(ctx context.Context, runID string, depth int) ([]Pause, error) {
+	var kids []store.Run
+	if depth < maxDepth {
+		kids, _, _ = e.store.ListRuns(ctx, store.RunFilter{ParentID: runID, Status: []string{store.StatusWaiting}, Limit: MaxChildren})
+	}
+	return e.openPauses(ctx, runID, kids, depth)
+}
+
+// openPauses lists the open pauses of a run, then those of its waiting
+// children (their parent inherits them).
+func (e *Engine) openPauses(ctx context.Context, runID string, waitingKids []store.Run, depth int) ([]Pause, error) {
 	ps, err := e.store.OpenPauses(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -599,16 +609,20 @@ func (e *Engine) pauses(ctx context.Context, runID string, depth int) ([]Pause, 
 	var inherited []Pause
 	if depth < maxDepth {
 		// Paused sub-workflow runs pause their parent too.
-		kids, _, err := e.store.ListRuns(ctx, store.RunFilter{ParentID: runID, Status: []string{store.StatusWaiting}, Limit: 1000})
-		if err == nil {
-			for i := len(kids) - 1; i >= 0; i-- {
-				if sub, err := e.pauses(ctx, kids[i].ID, depth+1); err == nil {
-					inherited = append(inherited, sub...)
-				}
+		for i := len(waitingKids) - 1; i >= 0; i-- {
+			kid := waitingKids[i]
+			var sub []Pause
+			if e.mayHaveChildren(ctx, kid.Version) {
+				sub, err = e.pauses(ctx, kid.ID, depth+1)
+			} else {
+				sub, err = e.openPauses(ctx, kid.ID, nil, depth+1)
+			}
+			if err == nil {
+				inherited = append(inherited, sub...)
 			}
 		}
 	}
-	out := make([]Pause, 0, len(ps))
+	out := make([]Pause, 0, len(ps)+len(inherited))
 	for _, p := range ps {
 		var req Request
 		if err := json.Unmarshal(p.Request, &req); err != nil {

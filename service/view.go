@@ -81,13 +81,22 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		}
 		v.Steps = append(v.Steps, sv)
 	}
-	if kids, _, err := s.Store.ListRuns(ctx, store.RunFilter{ParentID: id, Limit: 1000}); err == nil {
+	// The children are read once, for the view and for the pauses the run
+	// inherits from them (none for a workflow without sub-workflow steps).
+	kids, err := s.Engine.Children(ctx, run)
+	if err == nil {
 		for i := len(kids) - 1; i >= 0; i-- {
 			v.Children = append(v.Children, kids[i].ID+" ("+kids[i].Workflow+", "+kids[i].Status+")")
 		}
 	}
 	if run.Status == store.StatusWaiting {
-		if ps, err := s.Engine.Pauses(ctx, id); err == nil && len(ps) > 0 {
+		var ps []engine.Pause
+		if err == nil && len(kids) < engine.MaxChildren {
+			ps, err = s.Engine.PausesWith(ctx, id, kids)
+		} else {
+			ps, err = s.Engine.Pauses(ctx, id)
+		}
+		if err == nil && len(ps) > 0 {
 			v.Pause = &ps[0]
 		}
 	}
