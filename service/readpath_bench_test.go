@@ -75,7 +75,7 @@ func BenchmarkReadPathGetRun(b *testing.B) {
 }
 
 // BenchmarkReadPathContinue is run_continue as the MCP server makes it:
-// answer, wait for the run to ask again, read its view. Runs of 100
+// answer, wait for the run to ask again, read its brief view. Runs of 100
 // questions, as the bench's figure.
 func BenchmarkReadPathContinue(b *testing.B) {
 	s := benchService(b)
@@ -101,7 +101,7 @@ func BenchmarkReadPathContinue(b *testing.B) {
 			b.Fatal(err)
 		}
 		sub.Close()
-		v, err := s.GetRun(ctx, id)
+		v, err := s.GetRunBrief(ctx, id)
 		if err != nil || v.Pause == nil {
 			b.Fatalf("get run: %v %+v", err, v)
 		}

@@ -48,6 +48,9 @@ func TestGetRunChildrenAndInheritedPause(t *testing.T) {
 		t.Fatalf("top run's pause should be the grandchild's: %+v", v.Pause)
 	}
 	leaf := v.Pause.RunID
+	if b, err := svc.GetRunBrief(ctx, top); err != nil || b.Pause == nil || b.Pause.Token != v.Pause.Token || b.Steps != nil || b.Children != nil || b.Status != store.StatusWaiting {
+		t.Fatalf("brief view of the top run: %+v %v", b, err)
+	}
 	mv, err := svc.GetRun(ctx, mid)
 	if err != nil || mv.Pause == nil || mv.Pause.Token != v.Pause.Token || len(mv.Children) != 1 || !strings.HasPrefix(mv.Children[0], leaf+" ") {
 		t.Fatalf("mid run: %+v %v", mv, err)
