@@ -467,7 +467,8 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	// A top-level question is the step at the cursor, keyed by its id;
 	// anything else is inside a group.
 	atCursor := rs.state.Cursor < len(rs.wf.Steps) && rs.wf.Steps[rs.state.Cursor] == s
-	if nested := p.StepKey != s.ID || !atCursor; nested {
+	nested := p.StepKey != s.ID || !atCursor
+	if nested {
 		// A question inside a group: record the instance; the group goes on
 		// when the run is driven again (other pauses may remain open).
 		err = e.continueNested(ctx, rs, sx, r, c, stored, isSecret)
@@ -485,6 +486,9 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	// A paused sub-workflow was its parents' pause: they run again too,
 	// before Continue returns, so that reading a parent shows it running.
 	e.wakeParent(ctx, rs)
+	if !nested && e.asLoaded(rs, s.ID, r, stored, isSecret) {
+		e.keep(rs) // the driver goes on from here
+	}
 	e.schedule(rs.run.ID)
 	return res, nil
 }
