@@ -26,7 +26,9 @@ steps:
       - goto: number
 `
 
-func benchService(b *testing.B) *Service {
+func benchService(b *testing.B) *Service { return benchServiceT(b) }
+
+func benchServiceT(b testing.TB) *Service {
 	b.Helper()
 	dir := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
