@@ -127,7 +127,7 @@ func serveInProcess(ctx context.Context, home string, fn func(cs *mcp.ClientSess
 	pprof.Do(ctx, pprof.Labels("side", "server"), func(ctx context.Context) {
 		go func() {
 			defer close(done)
-			_ = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: toServer, Writer: toClient})
+			_ = srv.MCP().Run(ctx, &mcpserver.StdioTransport{Reader: toServer, Writer: toClient})
 		}()
 	})
 	cs, err := client().Connect(ctx, &mcp.IOTransport{Reader: fromServer, Writer: fromClient}, nil)

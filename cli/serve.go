@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -296,7 +295,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 		return err
 	}
 	logger.Info("serving MCP over stdio", policy...)
-	err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: out})
+	err = srv.MCP().Run(ctx, &mcpserver.StdioTransport{Reader: os.Stdin, Writer: out})
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")) {
 		return nil
 	}

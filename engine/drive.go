@@ -51,7 +51,10 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope) {
 		}
 		err = e.advanceAll(ctx, rs)
 		switch {
-		case err == nil, errors.Is(err, errInterrupted), ctx.Err() != nil:
+		case err == nil:
+			e.keep(rs) // for the Continue that answers its pause
+			return
+		case errors.Is(err, errInterrupted), ctx.Err() != nil:
 			return
 		case errors.Is(err, store.ErrConflict) && attempt < 5:
 			continue // the run changed under us (cancel, continue): reload

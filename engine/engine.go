@@ -94,6 +94,9 @@ type Engine struct {
 	stepCtx    context.Context
 	cancelStep context.CancelFunc
 
+	// warm keeps the state of runs that just stopped at a pause (warm.go).
+	warm warmRuns
+
 	timerOnce sync.Once
 	timerWake chan struct{}
 	timerDone chan struct{}

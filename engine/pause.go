@@ -467,7 +467,8 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	// A top-level question is the step at the cursor, keyed by its id;
 	// anything else is inside a group.
 	atCursor := rs.state.Cursor < len(rs.wf.Steps) && rs.wf.Steps[rs.state.Cursor] == s
-	if nested := p.StepKey != s.ID || !atCursor; nested {
+	nested := p.StepKey != s.ID || !atCursor
+	if nested {
 		// A question inside a group: record the instance; the group goes on
 		// when the run is driven again (other pauses may remain open).
 		err = e.continueNested(ctx, rs, sx, r, c, stored, isSecret)
@@ -485,6 +486,9 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	// A paused sub-workflow was its parents' pause: they run again too,
 	// before Continue returns, so that reading a parent shows it running.
 	e.wakeParent(ctx, rs)
+	if !nested && e.asLoaded(rs, s.ID, r, stored, isSecret) {
+		e.keep(rs) // the driver goes on from here
+	}
 	e.schedule(rs.run.ID)
 	return res, nil
 }
@@ -592,6 +596,16 @@ func (e *Engine) Pauses(ctx context.Context, runID string) ([]Pause, error) {
 }
 
 func (e *Engine) pauses(ctx context.Context, runID string, depth int) ([]Pause, error) {
+	var kids []store.Run
+	if depth < maxDepth {
+		kids, _, _ = e.store.ListRuns(ctx, store.RunFilter{ParentID: runID, Status: []string{store.StatusWaiting}, Limit: MaxChildren})
+	}
+	return e.openPauses(ctx, runID, kids, depth)
+}
+
+// openPauses lists the open pauses of a run, then those of its waiting
+// children (their parent inherits them).
+func (e *Engine) openPauses(ctx context.Context, runID string, waitingKids []store.Run, depth int) ([]Pause, error) {
 	ps, err := e.store.OpenPauses(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -599,16 +613,20 @@ func (e *Engine) pauses(ctx context.Context, runID string, depth int) ([]Pause, 
 	var inherited []Pause
 	if depth < maxDepth {
 		// Paused sub-workflow runs pause their parent too.
-		kids, _, err := e.store.ListRuns(ctx, store.RunFilter{ParentID: runID, Status: []string{store.StatusWaiting}, Limit: 1000})
-		if err == nil {
-			for i := len(kids) - 1; i >= 0; i-- {
-				if sub, err := e.pauses(ctx, kids[i].ID, depth+1); err == nil {
-					inherited = append(inherited, sub...)
-				}
+		for i := len(waitingKids) - 1; i >= 0; i-- {
+			kid := waitingKids[i]
+			var sub []Pause
+			if e.mayHaveChildren(ctx, kid.Version) {
+				sub, err = e.pauses(ctx, kid.ID, depth+1)
+			} else {
+				sub, err = e.openPauses(ctx, kid.ID, nil, depth+1)
+			}
+			if err == nil {
+				inherited = append(inherited, sub...)
 			}
 		}
 	}
-	out := make([]Pause, 0, len(ps))
+	out := make([]Pause, 0, len(ps)+len(inherited))
 	for _, p := range ps {
 		var req Request
 		if err := json.Unmarshal(p.Request, &req); err != nil {

@@ -135,10 +135,30 @@ type doneStep struct {
 
 // load reads a run with its definition and step results.
 func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
-	run, err := e.store.GetRun(ctx, id)
+	warm, run, err := e.takeWarm(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	if warm != nil && !verifyWarm {
+		return warm, nil
+	}
+	rs, err := e.loadRun(ctx, run)
+	if err == nil && warm != nil {
+		checkWarm(warm, rs)
+	}
+	return rs, err
+}
+
+// verifyWarm makes load read every run afresh and compare it with the
+// kept state it would have used (tests turn it on).
+var verifyWarm = false
+
+// checkWarm is set by tests to compare a kept state with a fresh load.
+var checkWarm = func(kept, fresh *runState) {}
+
+// loadRun reads the rest of a run whose row was just read.
+func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) {
+	id := run.ID
 	wf, err := e.definition(ctx, run.Version)
 	if err != nil {
 		return nil, err

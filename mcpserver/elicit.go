@@ -61,7 +61,7 @@ func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub 
 		if err := s.watchFrom(ctx, req, runID, wait, sub); err != nil {
 			return RunResult{}, err
 		}
-		v, err := s.svc.GetRun(ctx, runID)
+		v, err := s.svc.GetRunBrief(ctx, runID) // the result shows no steps
 		if err != nil {
 			return RunResult{}, err
 		}

@@ -312,7 +312,7 @@ func (s *Server) addRunTools() {
 }
 
 func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
-	v, err := s.svc.GetRun(ctx, runID)
+	v, err := s.svc.GetRunBrief(ctx, runID) // the result shows no steps
 	if err != nil {
 		return RunResult{}, err
 	}

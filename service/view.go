@@ -81,17 +81,54 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		}
 		v.Steps = append(v.Steps, sv)
 	}
-	if kids, _, err := s.Store.ListRuns(ctx, store.RunFilter{ParentID: id, Limit: 1000}); err == nil {
+	// The children are read once, for the view and for the pauses the run
+	// inherits from them (none for a workflow without sub-workflow steps).
+	kids, err := s.Engine.Children(ctx, run)
+	if err == nil {
 		for i := len(kids) - 1; i >= 0; i-- {
 			v.Children = append(v.Children, kids[i].ID+" ("+kids[i].Workflow+", "+kids[i].Status+")")
 		}
 	}
 	if run.Status == store.StatusWaiting {
-		if ps, err := s.Engine.Pauses(ctx, id); err == nil && len(ps) > 0 {
-			v.Pause = &ps[0]
-		}
+		v.Pause = s.pause(ctx, run, kids, err == nil)
 	}
 	return v, nil
+}
+
+// GetRunBrief returns a run's view without its steps and children: the
+// status, outputs, error and open pause that a tool's result shows after
+// the run moved (run_start, run_continue). It reads no steps, which a run
+// that has been going for long has many of.
+func (s *Service) GetRunBrief(ctx context.Context, id string) (*RunView, error) {
+	run, err := s.Store.GetRun(ctx, id)
+	if err != nil {
+		return nil, runNotFound(id, err)
+	}
+	v := s.summary(ctx, run)
+	if run.Status == store.StatusWaiting {
+		v.Pause = s.pause(ctx, run, nil, false)
+	}
+	return v, nil
+}
+
+// pause is the open pause a waiting run shows: its own or, when it waits
+// on a paused sub-workflow, the child's. known says kids are the run's
+// children already read.
+func (s *Service) pause(ctx context.Context, run store.Run, kids []store.Run, known bool) *engine.Pause {
+	var ps []engine.Pause
+	var err error
+	if !known {
+		kids, err = s.Engine.Children(ctx, run)
+	}
+	if err == nil && len(kids) < engine.MaxChildren {
+		ps, err = s.Engine.PausesWith(ctx, run.ID, kids)
+	} else {
+		ps, err = s.Engine.Pauses(ctx, run.ID)
+	}
+	if err != nil || len(ps) == 0 {
+		return nil
+	}
+	return &ps[0]
 }
 
 // summary is the part of a view that needs only the run row.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"stepwise.dev/stepwise/store"
@@ -12,7 +13,7 @@ import (
 
 // Steps returns the recorded steps of a run in recording order.
 func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at FROM steps WHERE run_id = ? ORDER BY rowid`, runID)
+	rows, err := s.readQuery(ctx, `SELECT key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at FROM steps WHERE run_id = ? ORDER BY rowid`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("steps of %s: %w", runID, err)
 	}
@@ -34,7 +35,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
 
 // Attempts returns the attempts of a run.
 func (s *Store) Attempts(ctx context.Context, runID string) ([]store.Attempt, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT key, visit, attempt, status, error, started_at, finished_at FROM attempts WHERE run_id = ? ORDER BY started_at, key, visit, attempt`, runID)
+	rows, err := s.readQuery(ctx, `SELECT key, visit, attempt, status, error, started_at, finished_at FROM attempts WHERE run_id = ? ORDER BY started_at, key, visit, attempt`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("attempts of %s: %w", runID, err)
 	}
@@ -59,10 +60,9 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	q := `SELECT seq, type, step_id, data, at FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`
 	args := []any{runID, after}
 	if limit > 0 {
-		q += " LIMIT ?"
-		args = append(args, limit)
+		q += " LIMIT " + strconv.Itoa(limit) // in the text: see ListRuns
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.readQuery(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("events of %s: %w", runID, err)
 	}
@@ -96,7 +96,7 @@ func scanPause(runID string, sc interface{ Scan(...any) error }) (store.Pause, e
 
 // GetPause reads one pause.
 func (s *Store) GetPause(ctx context.Context, runID string, seq int64) (store.Pause, error) {
-	p, err := scanPause(runID, s.r.QueryRowContext(ctx, `SELECT `+pauseColumns+` FROM pauses WHERE run_id = ? AND seq = ?`, runID, seq))
+	p, err := scanPause(runID, s.readQueryRow(ctx, `SELECT `+pauseColumns+` FROM pauses WHERE run_id = ? AND seq = ?`, runID, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("pause %s/%d: %w", runID, seq, store.ErrNotFound)
 	}
@@ -108,7 +108,7 @@ func (s *Store) GetPause(ctx context.Context, runID string, seq int64) (store.Pa
 
 // OpenPauses returns a run's open pauses.
 func (s *Store) OpenPauses(ctx context.Context, runID string) ([]store.Pause, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+pauseColumns+` FROM pauses WHERE run_id = ? AND status = 'open' ORDER BY seq`, runID)
+	rows, err := s.readQuery(ctx, `SELECT `+pauseColumns+` FROM pauses WHERE run_id = ? AND status = 'open' ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("open pauses of %s: %w", runID, err)
 	}
@@ -126,7 +126,7 @@ func (s *Store) OpenPauses(ctx context.Context, runID string) ([]store.Pause, er
 
 // Answers returns a run's answers in submission order.
 func (s *Store) Answers(ctx context.Context, runID string) ([]store.Answer, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, pause_seq, step_key, value, at FROM answers WHERE run_id = ? ORDER BY id`, runID)
+	rows, err := s.readQuery(ctx, `SELECT id, pause_seq, step_key, value, at FROM answers WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("answers of %s: %w", runID, err)
 	}
@@ -150,7 +150,7 @@ func (s *Store) Answers(ctx context.Context, runID string) ([]store.Answer, erro
 // it looks.
 const (
 	sqlDueTimers = `SELECT t.run_id, t.key, t.wake_at FROM timers t JOIN runs r ON r.id = t.run_id
-		WHERE t.wake_at <= ? AND r.status <> 'paused' ORDER BY t.wake_at LIMIT ?`
+		WHERE t.wake_at <= ? AND r.status <> 'paused' ORDER BY t.wake_at LIMIT `
 	sqlNextTimer = `SELECT t.run_id, t.key, t.wake_at FROM timers t JOIN runs r ON r.id = t.run_id
 		WHERE r.status <> 'paused' ORDER BY t.wake_at LIMIT 1`
 )
@@ -160,7 +160,9 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stor
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.r.QueryContext(ctx, sqlDueTimers, nanos(now), limit)
+	// The limit is written into the SQL: a bound LIMIT recompiles the
+	// prepared statement on every call.
+	rows, err := s.readQuery(ctx, sqlDueTimers+strconv.Itoa(limit), nanos(now))
 	if err != nil {
 		return nil, fmt.Errorf("due timers: %w", err)
 	}
@@ -182,7 +184,7 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stor
 func (s *Store) NextTimer(ctx context.Context) (store.Timer, bool, error) {
 	var t store.Timer
 	var at int64
-	err := s.r.QueryRowContext(ctx, sqlNextTimer).Scan(&t.RunID, &t.Key, &at)
+	err := s.readQueryRow(ctx, sqlNextTimer).Scan(&t.RunID, &t.Key, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, false, nil
 	}
@@ -195,7 +197,7 @@ func (s *Store) NextTimer(ctx context.Context) (store.Timer, bool, error) {
 
 // Timers returns a run's timers.
 func (s *Store) Timers(ctx context.Context, runID string) ([]store.Timer, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT key, wake_at FROM timers WHERE run_id = ? ORDER BY wake_at`, runID)
+	rows, err := s.readQuery(ctx, `SELECT key, wake_at FROM timers WHERE run_id = ? ORDER BY wake_at`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("timers of %s: %w", runID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ func (s *Store) PutVersion(ctx context.Context, v store.Version) error {
 func (s *Store) GetVersion(ctx context.Context, version string) (store.Version, error) {
 	var v store.Version
 	var at int64
-	err := s.r.QueryRowContext(ctx, `SELECT version, name, definition, created_at FROM versions WHERE version = ?`, version).
+	err := s.readQueryRow(ctx, `SELECT version, name, definition, created_at FROM versions WHERE version = ?`, version).
 		Scan(&v.Version, &v.Name, &v.Definition, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, fmt.Errorf("get version %s: %w", version, store.ErrNotFound)
@@ -118,7 +119,7 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 
 // GetRun reads a run.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.readQueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("get run %s: %w", id, store.ErrNotFound)
 	}
@@ -173,9 +174,11 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit+1)
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	// The limit is part of the text, not a parameter: SQLite plans with a
+	// bound LIMIT's value, so a statement with LIMIT ? is compiled again on
+	// every run and preparing it would save nothing.
+	q += " ORDER BY created_at DESC, id DESC LIMIT " + strconv.Itoa(limit+1)
+	rows, err := s.readQuery(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
@@ -232,7 +235,7 @@ func (s *Store) RunIDsByStatus(ctx context.Context, statuses ...string) ([]strin
 	for i, st := range statuses {
 		args[i] = st
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN (`+strings.TrimSuffix(strings.Repeat("?,", len(statuses)), ",")+`) ORDER BY created_at, id`, args...)
+	rows, err := s.readQuery(ctx, `SELECT id FROM runs WHERE status IN (`+strings.TrimSuffix(strings.Repeat("?,", len(statuses)), ",")+`) ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("runs by status: %w", err)
 	}
@@ -295,7 +298,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 func (s *Store) WorkflowStats(ctx context.Context, workflow string) (store.WorkflowStats, error) {
 	var st store.WorkflowStats
 	var succeeded, failed, canceled, finished, durSum, last sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*),
+	err := s.readQueryRow(ctx, `SELECT COUNT(*),
   SUM(status = 'succeeded'), SUM(status = 'failed'), SUM(status = 'canceled'),
   SUM(finished_at IS NOT NULL), SUM(CASE WHEN finished_at IS NOT NULL THEN finished_at - created_at END),
   MAX(created_at)

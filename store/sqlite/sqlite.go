@@ -50,6 +50,9 @@ type Store struct {
 	// executing these small statements. Read-only after Open.
 	stmts map[string]*sql.Stmt
 
+	// reads are the read pool's prepared statements (reads.go).
+	reads readStmts
+
 	// purgeBatch overrides defaultPurgeBatch (tests use small batches).
 	purgeBatch int
 
@@ -137,6 +140,7 @@ func (s *Store) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
+	s.reads.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

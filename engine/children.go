@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// MaxChildren is how many children of a run views and pauses look at.
+const MaxChildren = 1000
+
+// spawns remembers, by version, whether a definition has a sub-workflow
+// step (definitions never change under a version).
+var spawns sync.Map // version → bool
+
+// mayHaveChildren reports whether runs of a version can have child runs.
+// Children are started only by sub-workflow steps (at the top level or
+// inside groups), and a fork of a child keeps that child's parent, so a
+// definition without such a step never has any: the read path then skips
+// looking for them. Unknown versions may.
+func (e *Engine) mayHaveChildren(ctx context.Context, version string) bool {
+	if v, ok := spawns.Load(version); ok {
+		return v.(bool)
+	}
+	wf, err := e.definition(ctx, version)
+	if err != nil {
+		return true
+	}
+	has := false
+	for _, s := range workflow.Flatten(wf.Steps) {
+		if s.Workflow != "" {
+			has = true
+			break
+		}
+	}
+	spawns.Store(version, has)
+	return has
+}
+
+// Children lists a run's child runs (sub-workflows), newest first. For a
+// run whose definition has no sub-workflow step it reads nothing.
+func (e *Engine) Children(ctx context.Context, run store.Run) ([]store.Run, error) {
+	if !e.mayHaveChildren(ctx, run.Version) {
+		return nil, nil
+	}
+	kids, _, err := e.store.ListRuns(ctx, store.RunFilter{ParentID: run.ID, Limit: MaxChildren})
+	return kids, err
+}
+
+// PausesWith is Pauses for a run whose children the caller has read
+// already (Children): the view of a run needs both, and this reads them
+// once.
+func (e *Engine) PausesWith(ctx context.Context, runID string, children []store.Run) ([]Pause, error) {
+	var waiting []store.Run
+	for _, k := range children {
+		if k.Status == store.StatusWaiting {
+			waiting = append(waiting, k)
+		}
+	}
+	return e.openPauses(ctx, runID, waiting, 0)
+}

@@ -1,0 +1,112 @@
+package service
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"stepwise.dev/stepwise/store/sqlite"
+)
+
+// The read path in process: what run_get and run_continue cost the server
+// without the protocol around them.
+//
+//	go test ./service -run '^$' -bench ReadPath -benchmem
+
+const benchAskLoop = `version: 1
+name: ask-loop
+steps:
+  - id: number
+    max_visits: 10000
+    ask: {prompt: "Next number?", type: integer}
+  - id: again
+    switch:
+      - goto: number
+`
+
+func benchService(b *testing.B) *Service { return benchServiceT(b) }
+
+func benchServiceT(b testing.TB) *Service {
+	b.Helper()
+	dir := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "workflows", "ask-loop.yaml"), []byte(benchAskLoop), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(context.Background(), Options{Home: dir, Durability: sqlite.Normal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func benchWaitingRun(b *testing.B, s *Service) string {
+	b.Helper()
+	ctx := context.Background()
+	l, err := s.LoadWorkflow("ask-loop")
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, err := s.StartRun(ctx, l, nil, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Wait(ctx, id, 5*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+// BenchmarkReadPathGetRun is run_get of a waiting run.
+func BenchmarkReadPathGetRun(b *testing.B) {
+	s := benchService(b)
+	id := benchWaitingRun(b, s)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		v, err := s.GetRun(ctx, id)
+		if err != nil || v.Pause == nil {
+			b.Fatalf("get run: %v", err)
+		}
+	}
+}
+
+// BenchmarkReadPathContinue is run_continue as the MCP server makes it:
+// answer, wait for the run to ask again, read its brief view. Runs of 100
+// questions, as the bench's figure.
+func BenchmarkReadPathContinue(b *testing.B) {
+	s := benchService(b)
+	ctx := context.Background()
+	var id, tok string
+	b.ResetTimer()
+	for i := range b.N {
+		if i%100 == 0 {
+			b.StopTimer()
+			id = benchWaitingRun(b, s)
+			v, err := s.GetRun(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tok = v.Pause.Token
+			b.StartTimer()
+		}
+		sub := s.Subscribe()
+		if _, err := s.ContinueFromAgent(ctx, tok, i); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Watch(ctx, id, 5*time.Second, sub, nil); err != nil {
+			b.Fatal(err)
+		}
+		sub.Close()
+		v, err := s.GetRunBrief(ctx, id)
+		if err != nil || v.Pause == nil {
+			b.Fatalf("get run: %v %+v", err, v)
+		}
+		tok = v.Pause.Token
+	}
+}
