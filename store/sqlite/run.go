@@ -43,14 +43,15 @@ func (s *Store) GetVersion(ctx context.Context, version string) (store.Version, 
 	return v, nil
 }
 
-// CreateRun inserts a run and its first events in one transaction.
+// CreateRun inserts a run and its first events atomically (sharing a
+// transaction with concurrent writes, see group.go).
 func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event, steps ...store.Step) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)`,
 			r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),

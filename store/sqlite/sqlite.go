@@ -53,8 +53,12 @@ type Store struct {
 	// purgeBatch overrides defaultPurgeBatch (tests use small batches).
 	purgeBatch int
 
-	// commits counts write transactions that committed (see Stats).
-	commits atomic.Int64
+	// commits counts write transactions that committed, writes the
+	// Commit and CreateRun calls they carried (see Stats).
+	commits, writes atomic.Int64
+
+	// group queues concurrent writes into shared transactions (group.go).
+	group group
 }
 
 var _ store.Store = (*Store)(nil)
@@ -188,11 +192,15 @@ type Stats struct {
 	// with Full durability, an fsync: the figure that decides how many
 	// steps per second the store can take.
 	Commits int64
+	// Writes counts the Commit and CreateRun calls that were written.
+	// Concurrent ones share a transaction (group commit), so Writes may
+	// exceed the transactions they took.
+	Writes int64
 }
 
-// Stats returns the store's counters. It is cheap (one atomic load) and
-// safe to call concurrently.
-func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load()} }
+// Stats returns the store's counters. It is cheap (atomic loads) and safe
+// to call concurrently.
+func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()} }
 
 // Writer exposes the writer connection for benchmarks that compare the
 // engine with raw commits on the same database.

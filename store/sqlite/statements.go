@@ -10,6 +10,11 @@ const (
 				finished_at = CASE WHEN ? THEN NULL ELSE COALESCE(?, finished_at) END,
 				event_seq = event_seq + ?
 			WHERE id = ? AND rev = ? RETURNING rev, event_seq`
+	// sqlStepRun is sqlAdvanceRun for the common commit that only moves
+	// the run (its state and events): it names no indexed column, so SQLite
+	// leaves the runs indexes alone instead of rewriting their entries.
+	sqlStepRun = `UPDATE runs SET rev = rev + 1, updated_at = ?, state = COALESCE(?, state), event_seq = event_seq + ?
+			WHERE id = ? AND rev = ? RETURNING rev, event_seq`
 	sqlClosePause   = `UPDATE pauses SET status = ?, answer = ?, answered_at = ? WHERE run_id = ? AND seq = ? AND status = 'open'`
 	sqlInsertAnswer = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES (?, ?, ?, ?, ?) RETURNING id`
 	sqlUpsertStep   = `INSERT INTO steps (run_id, key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at)
@@ -20,9 +25,15 @@ const (
 				ON CONFLICT (run_id, key, visit, attempt) DO UPDATE SET status = excluded.status, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`
 	sqlInsertPause = `INSERT INTO pauses (run_id, seq, step_key, visit, kind, request, status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)`
 	sqlSetEventSeq = `UPDATE runs SET event_seq = ? WHERE id = ?`
+
+	// The savepoint around each write of a shared transaction (group.go).
+	sqlSavepoint         = `SAVEPOINT write`
+	sqlRollbackSavepoint = `ROLLBACK TO write`
+	sqlReleaseSavepoint  = `RELEASE write`
 )
 
-var hotStatements = []string{sqlAdvanceRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlSetEventSeq}
+var hotStatements = []string{sqlAdvanceRun, sqlStepRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlSetEventSeq,
+	sqlSavepoint, sqlRollbackSavepoint, sqlReleaseSavepoint}
 
 // maxEventRows is the most events one INSERT carries.
 const maxEventRows = 4

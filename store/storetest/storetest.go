@@ -31,6 +31,8 @@ func Run(t *testing.T, open Opener) {
 		{"CommitConflictWritesNothing", testCommitConflict},
 		{"PauseLifecycle", testPauseLifecycle},
 		{"PauseClosedOnceUnderRace", testPauseRace},
+		{"ConcurrentCommitsIsolateFailures", testConcurrentCommitsIsolateFailures},
+		{"ConcurrentCommitStress", testConcurrentCommitStress},
 		{"AnswerIDsIncrease", testAnswerIDs},
 		{"StepsUpsertByVisit", testStepsUpsert},
 		{"ListRunsFiltersAndPages", testListRuns},
