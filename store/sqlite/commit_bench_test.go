@@ -118,7 +118,9 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 	}
 }
 
-func storeVersion() store.Version { return store.Version{Version: "v", Name: "n", Definition: []byte("{}")} }
+func storeVersion() store.Version {
+	return store.Version{Version: "v", Name: "n", Definition: []byte("{}")}
+}
 
 // storeRun is the i-th run of the tests' version, as benchStore creates it.
 func storeRun(i int) store.Run {
