@@ -78,9 +78,9 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 				return fmt.Errorf("record answer: %w", err)
 			}
 		}
-		for _, st := range c.Steps {
+		for i, st := range c.Steps {
 			if _, err := s.exec(ctx, tx, sqlUpsertStep,
-				c.RunID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer), nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt)); err != nil {
+				c.RunID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer), nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(rev, i)); err != nil {
 				return fmt.Errorf("record step %s: %w", st.Key, err)
 			}
 		}

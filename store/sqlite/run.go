@@ -66,9 +66,9 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.Rev = 1
-		for _, st := range steps {
+		for i, st := range steps {
 			if _, err := s.exec(ctx, tx, sqlUpsertStep, r.ID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer),
-				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt)); err != nil {
+				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(1, i)); err != nil {
 				return fmt.Errorf("copy step %s: %w", st.Key, err)
 			}
 		}

@@ -17,8 +17,11 @@ const (
 			WHERE id = ? AND rev = ? RETURNING rev, event_seq`
 	sqlClosePause   = `UPDATE pauses SET status = ?, answer = ?, answered_at = ? WHERE run_id = ? AND seq = ? AND status = 'open'`
 	sqlInsertAnswer = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES (?, ?, ?, ?, ?) RETURNING id`
-	sqlUpsertStep   = `INSERT INTO steps (run_id, key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	// sqlUpsertStep records a step; ord (recording order) is set by the
+	// first insert only, as the rowid was before migration 0005: see
+	// stepOrd.
+	sqlUpsertStep = `INSERT INTO steps (run_id, key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at, ord)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (run_id, key, visit) DO UPDATE SET step_id = excluded.step_id, status = excluded.status, output = excluded.output,
 					answer = excluded.answer, error = excluded.error, attempts = excluded.attempts, started_at = excluded.started_at, finished_at = excluded.finished_at`
 	sqlUpsertAttempt = `INSERT INTO attempts (run_id, key, visit, attempt, status, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -52,3 +55,8 @@ var sqlInsertEvents = func() []string {
 }()
 
 func init() { hotStatements = append(hotStatements, sqlInsertEvents[1:]...) }
+
+// stepOrd is the recording order of the i-th step of the commit that
+// brought the run to revision rev: above every rowid the steps had before
+// migration 0005 (they keep those as ord), increasing with each commit.
+func stepOrd(rev int64, i int) int64 { return rev<<32 | int64(i) }
