@@ -54,7 +54,7 @@ type Store struct {
 	purgeBatch int
 
 	// commits counts write transactions that committed, writes the
-	// Commit and CreateRun calls they carried (see Stats).
+	// Commit, CreateRun and PutVersion calls they carried (see Stats).
 	commits, writes atomic.Int64
 
 	// group queues concurrent writes into shared transactions (group.go).
@@ -192,7 +192,8 @@ type Stats struct {
 	// with Full durability, an fsync: the figure that decides how many
 	// steps per second the store can take.
 	Commits int64
-	// Writes counts the Commit and CreateRun calls that were written.
+	// Writes counts the Commit, CreateRun and PutVersion calls that were
+	// written (a PutVersion of a stored version writes nothing).
 	// Concurrent ones share a transaction (group commit), so Writes may
 	// exceed the transactions they took.
 	Writes int64

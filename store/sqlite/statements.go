@@ -27,7 +27,10 @@ const (
 	sqlUpsertAttempt = `INSERT INTO attempts (run_id, key, visit, attempt, status, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (run_id, key, visit, attempt) DO UPDATE SET status = excluded.status, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`
 	sqlInsertPause = `INSERT INTO pauses (run_id, seq, step_key, visit, kind, request, status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)`
-	sqlSetEventSeq = `UPDATE runs SET event_seq = ? WHERE id = ?`
+	// sqlInsertRun records a new run, its event sequence already counting
+	// the events inserted with it.
+	sqlInsertRun = `INSERT INTO runs (id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`
 
 	// The savepoint around each write of a shared transaction (group.go).
 	sqlSavepoint         = `SAVEPOINT write`
@@ -35,7 +38,7 @@ const (
 	sqlReleaseSavepoint  = `RELEASE write`
 )
 
-var hotStatements = []string{sqlAdvanceRun, sqlStepRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlSetEventSeq,
+var hotStatements = []string{sqlAdvanceRun, sqlStepRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlInsertRun,
 	sqlSavepoint, sqlRollbackSavepoint, sqlReleaseSavepoint}
 
 // maxEventRows is the most events one INSERT carries.
