@@ -210,6 +210,7 @@ func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next 
 func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit, next State) error {
 	c.RunID = rs.run.ID
 	c.Rev = rs.run.Rev
+	c.EventSeq = rs.run.EventSeq // spares the store reading it back
 	if w := rs.state.Wait; w != nil && (next.Wait == nil || next.Wait.StepKey != w.StepKey) {
 		c.ClearTimers = append(c.ClearTimers, w.StepKey)
 	}
@@ -232,6 +233,9 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 		return err
 	}
 	rs.run.Rev = res.Rev
+	if n := len(res.EventSeqs); n > 0 {
+		rs.run.EventSeq = res.EventSeqs[n-1]
+	}
 	rs.run.State = state
 	rs.lastAnswerID = res.AnswerID
 	if c.Run.Status != "" {

@@ -19,17 +19,32 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 	now := time.Now()
 	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var rev, eventSeq int64
-		var row *sql.Row
-		if u := c.Run; u.Status == "" && len(u.Inputs) == 0 && len(u.Outputs) == 0 && len(u.Error) == 0 && !u.Reopen && u.FinishedAt.IsZero() {
-			row = s.queryRow(ctx, tx, sqlStepRun, nanos(now), blob(u.State), len(c.Events), c.RunID, c.Rev)
-		} else {
-			row = s.queryRow(ctx, tx, sqlAdvanceRun,
-				nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
-				u.Reopen, blob(u.Outputs), u.Reopen, blob(u.Error), u.Reopen, nullable(u.FinishedAt),
-				len(c.Events), c.RunID, c.Rev)
+		var err error
+		u := c.Run
+		stepOnly := u.Status == "" && len(u.Inputs) == 0 && len(u.Outputs) == 0 && len(u.Error) == 0 && !u.Reopen && u.FinishedAt.IsZero()
+		done := false
+		if stepOnly && c.EventSeq > 0 {
+			var r sql.Result
+			if r, err = s.exec(ctx, tx, sqlStepRunAt, nanos(now), blob(u.State), len(c.Events), c.RunID, c.Rev, c.EventSeq); err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n == 1 {
+				rev, eventSeq, done = c.Rev+1, c.EventSeq, true
+			}
 		}
-		err := row.Scan(&rev, &eventSeq)
-		eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
+		if !done {
+			var row *sql.Row
+			if stepOnly {
+				row = s.queryRow(ctx, tx, sqlStepRun, nanos(now), blob(u.State), len(c.Events), c.RunID, c.Rev)
+			} else {
+				row = s.queryRow(ctx, tx, sqlAdvanceRun,
+					nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
+					u.Reopen, blob(u.Outputs), u.Reopen, blob(u.Error), u.Reopen, nullable(u.FinishedAt),
+					len(c.Events), c.RunID, c.Rev)
+			}
+			err = row.Scan(&rev, &eventSeq)
+			eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, c.RunID).Scan(&n); err != nil {

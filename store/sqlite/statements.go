@@ -15,6 +15,12 @@ const (
 	// leaves the runs indexes alone instead of rewriting their entries.
 	sqlStepRun = `UPDATE runs SET rev = rev + 1, updated_at = ?, state = COALESCE(?, state), event_seq = event_seq + ?
 			WHERE id = ? AND rev = ? RETURNING rev, event_seq`
+	// sqlStepRunAt is sqlStepRun for a caller that says what the run's
+	// event sequence is (store.Commit.EventSeq): a plain UPDATE, cheaper
+	// than reading results back with RETURNING; no row updated means the
+	// claim or the revision is off, and sqlStepRun decides which.
+	sqlStepRunAt = `UPDATE runs SET rev = rev + 1, updated_at = ?, state = COALESCE(?, state), event_seq = event_seq + ?
+			WHERE id = ? AND rev = ? AND event_seq = ?`
 	sqlClosePause   = `UPDATE pauses SET status = ?, answer = ?, answered_at = ? WHERE run_id = ? AND seq = ? AND status = 'open'`
 	sqlInsertAnswer = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES (?, ?, ?, ?, ?) RETURNING id`
 	// sqlUpsertStep records a step; ord (recording order) is set by the
@@ -38,7 +44,7 @@ const (
 	sqlReleaseSavepoint  = `RELEASE write`
 )
 
-var hotStatements = []string{sqlAdvanceRun, sqlStepRun, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlInsertRun,
+var hotStatements = []string{sqlAdvanceRun, sqlStepRun, sqlStepRunAt, sqlClosePause, sqlInsertAnswer, sqlUpsertStep, sqlUpsertAttempt, sqlInsertPause, sqlInsertRun,
 	sqlSavepoint, sqlRollbackSavepoint, sqlReleaseSavepoint}
 
 // maxEventRows is the most events one INSERT carries.

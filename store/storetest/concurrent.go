@@ -167,3 +167,38 @@ func testConcurrentCommitStress(t *testing.T, s store.Store) {
 		t.Error("no commit was acknowledged")
 	}
 }
+
+// testCommitEventSeqHint: Commit.EventSeq is a hint. Right, wrong (too low,
+// too high) or absent, the events get the run's next numbers; a stale
+// revision is a conflict whatever the hint says.
+func testCommitEventSeqHint(t *testing.T, s store.Store) {
+	r := newRun(t, s) // rev 1, one event
+	step := func(rev, hint int64) (store.CommitResult, error) {
+		return s.Commit(ctx, store.Commit{RunID: r.ID, Rev: rev, EventSeq: hint,
+			Run:    store.RunUpdate{State: json.RawMessage(fmt.Sprintf(`{"cursor":%d}`, rev))},
+			Events: []store.Event{{Type: "a"}, {Type: "b"}}})
+	}
+	for i, hint := range []int64{1, 1, 99, 0, 5} { // right, too low, too high, none, right
+		rev := int64(i + 1)
+		res, err := step(rev, hint)
+		if err != nil {
+			t.Fatalf("commit %d (hint %d): %v", i, hint, err)
+		}
+		if want := []int64{2 * rev, 2*rev + 1}; res.Rev != rev+1 || len(res.EventSeqs) != 2 || res.EventSeqs[0] != want[0] || res.EventSeqs[1] != want[1] {
+			t.Fatalf("commit %d (hint %d): %+v, want rev %d and events %v", i, hint, res, rev+1, want)
+		}
+	}
+	if _, err := step(3, 11); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale revision with a hint: %v, want a conflict", err)
+	}
+	got := ok(s.GetRun(ctx, r.ID))(t)
+	evs := ok(s.Events(ctx, r.ID, 0, 0))(t)
+	if got.Rev != 6 || got.EventSeq != 11 || len(evs) != 11 || string(got.State) != `{"cursor":5}` {
+		t.Fatalf("run after the commits: rev %d, event seq %d, %d events, state %s", got.Rev, got.EventSeq, len(evs), got.State)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+}

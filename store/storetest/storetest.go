@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 		{"PauseClosedOnceUnderRace", testPauseRace},
 		{"ConcurrentCommitsIsolateFailures", testConcurrentCommitsIsolateFailures},
 		{"ConcurrentCommitStress", testConcurrentCommitStress},
+		{"CommitEventSeqIsAHint", testCommitEventSeqHint},
 		{"AnswerIDsIncrease", testAnswerIDs},
 		{"StepsUpsertByVisit", testStepsUpsert},
 		{"ListRunsFiltersAndPages", testListRuns},
