@@ -186,9 +186,9 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 
 // Stats are counters of a store's activity since it was opened.
 type Stats struct {
-	// Commits counts write transactions that committed: every commit of a
-	// step, every created run, every recorded version (each its own
-	// transaction), every purge batch. Each one is a write to the WAL and,
+	// Commits counts write transactions that committed: a batch of step
+	// commits, created runs and new versions written together (see
+	// group.go), every purge batch. Each one is a write to the WAL and,
 	// with Full durability, an fsync: the figure that decides how many
 	// steps per second the store can take.
 	Commits int64
