@@ -52,25 +52,32 @@ type schemaCache struct {
 
 func (c *schemaCache) get(a Action) (*jsonschema.Schema, error) {
 	d, ok := a.(Described)
-	if !ok || d.InputSchema() == nil {
+	if !ok {
 		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Looked up before building the schema: every step of every run
+	// checks its input here, and building the schema's map allocates.
 	if s, ok := c.compiled[a.Name()]; ok {
-		return s, nil
+		return s, nil // nil for an action without an input schema
+	}
+	if c.compiled == nil {
+		c.compiled = map[string]*jsonschema.Schema{}
+	}
+	schema := d.InputSchema()
+	if schema == nil {
+		c.compiled[a.Name()] = nil
+		return nil, nil
 	}
 	comp := jsonschema.NewCompiler()
 	url := "stepwise-action:" + a.Name() + ".json"
-	if err := comp.AddResource(url, d.InputSchema()); err != nil {
+	if err := comp.AddResource(url, schema); err != nil {
 		return nil, fmt.Errorf("input schema of %s: %w", a.Name(), err)
 	}
 	s, err := comp.Compile(url)
 	if err != nil {
 		return nil, fmt.Errorf("input schema of %s: %w", a.Name(), err)
-	}
-	if c.compiled == nil {
-		c.compiled = map[string]*jsonschema.Schema{}
 	}
 	c.compiled[a.Name()] = s
 	return s, nil

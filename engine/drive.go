@@ -213,6 +213,7 @@ func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next 
 func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit, next State) error {
 	c.RunID = rs.run.ID
 	c.Rev = rs.run.Rev
+	c.EventSeq = rs.run.EventSeq // spares the store reading it back
 	if w := rs.state.Wait; w != nil && (next.Wait == nil || next.Wait.StepKey != w.StepKey) {
 		c.ClearTimers = append(c.ClearTimers, w.StepKey)
 	}
@@ -235,6 +236,9 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 		return err
 	}
 	rs.run.Rev = res.Rev
+	if n := len(res.EventSeqs); n > 0 {
+		rs.run.EventSeq = res.EventSeqs[n-1]
+	}
 	rs.run.State = state
 	rs.lastAnswerID = res.AnswerID
 	if c.Run.Status != "" {
@@ -284,7 +288,20 @@ func (e *Engine) event(rs *runState, typ, stepID string, data any, at time.Time)
 }
 
 func (e *Engine) startEvent(rs *runState, sx *stepExec) store.Event {
-	return e.event(rs, EventStepStarted, sx.s.ID, map[string]any{"visit": sx.visit, "kind": sx.s.Kind()}, sx.started)
+	// {"kind":…,"visit":…}, as maskedJSON writes that map, without the map.
+	kind, _ := json.Marshal(rs.mask.Mask(sx.s.Kind()))
+	b := make([]byte, 0, len(kind)+32)
+	b = append(append(append(b, `{"kind":`...), kind...), `,"visit":`...)
+	b = append(strconv.AppendInt(b, int64(sx.visit), 10), '}')
+	return store.Event{Type: EventStepStarted, StepID: sx.s.ID, At: sx.started, Data: b}
+}
+
+// visitEvent is an event whose data is {"visit":…}: written directly, as
+// maskedJSON would (a number holds no secret), on every step's hot path.
+func visitEvent(typ, stepID string, visit int, at time.Time) store.Event {
+	b := make([]byte, 0, 24)
+	b = append(strconv.AppendInt(append(b, `{"visit":`...), int64(visit), 10), '}')
+	return store.Event{Type: typ, StepID: stepID, At: at, Data: b}
 }
 
 // skip records a step whose condition was false.
@@ -293,7 +310,7 @@ func (e *Engine) skip(ctx context.Context, rs *runState, sx *stepExec) error {
 	r := &result{Status: "skipped", Visit: sx.visit}
 	err := e.commit(ctx, rs, store.Commit{
 		Steps:  []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "skipped", StartedAt: sx.started, FinishedAt: now}},
-		Events: []store.Event{e.event(rs, EventStepSkipped, sx.s.ID, map[string]any{"visit": sx.visit}, now)},
+		Events: []store.Event{visitEvent(EventStepSkipped, sx.s.ID, sx.visit, now)},
 	}, rs.next(sx, rs.state.Cursor+1))
 	if err == nil {
 		rs.record(sx.s.ID, r)
@@ -339,7 +356,7 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 	if !o.started && sx.wait == nil {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
 	}
-	c.Events = append(c.Events, e.event(rs, EventStepSucceeded, sx.s.ID, map[string]any{"visit": sx.visit}, now))
+	c.Events = append(c.Events, visitEvent(EventStepSucceeded, sx.s.ID, sx.visit, now))
 	if err := e.commit(ctx, rs, c, rs.next(sx, cursor)); err != nil {
 		return err
 	}

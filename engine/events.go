@@ -46,10 +46,13 @@ type Event struct {
 // bus fans events out to in-process subscribers (the MCP server, the
 // dashboard, Wait). Sends never block the engine: a subscriber that does
 // not keep up loses events and must re-read history from the store by
-// sequence number.
+// sequence number. Subscriptions are kept by run, so that publishing a
+// run's events touches that run's subscribers and those of every run, not
+// every subscription of the process (each waiting caller has one).
 type bus struct {
-	mu   sync.Mutex
-	subs map[*subscription]struct{}
+	mu    sync.Mutex                            // publish holds it while sending: one publish's events reach a subscriber together
+	runs  map[string]map[*subscription]struct{} // by run id
+	every map[*subscription]struct{}            // runID "" : every run
 }
 
 type subscription struct {
@@ -57,18 +60,34 @@ type subscription struct {
 	ch    chan Event
 }
 
-func newBus() *bus { return &bus{subs: map[*subscription]struct{}{}} }
+func newBus() *bus {
+	return &bus{runs: map[string]map[*subscription]struct{}{}, every: map[*subscription]struct{}{}}
+}
 
 func (b *bus) subscribe(runID string, buffer int) (<-chan Event, func()) {
 	s := &subscription{runID: runID, ch: make(chan Event, buffer)}
 	b.mu.Lock()
-	b.subs[s] = struct{}{}
+	set := b.every
+	if runID != "" {
+		if set = b.runs[runID]; set == nil {
+			set = map[*subscription]struct{}{}
+			b.runs[runID] = set
+		}
+	}
+	set[s] = struct{}{}
 	b.mu.Unlock()
 	var once sync.Once
 	return s.ch, func() {
 		once.Do(func() {
 			b.mu.Lock()
-			delete(b.subs, s)
+			if runID == "" {
+				delete(b.every, s)
+			} else if set := b.runs[runID]; set != nil {
+				delete(set, s)
+				if len(set) == 0 {
+					delete(b.runs, runID)
+				}
+			}
 			// No send can follow: publish holds the lock while sending.
 			close(s.ch)
 			b.mu.Unlock()
@@ -80,14 +99,18 @@ func (b *bus) publish(events ...Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, e := range events {
-		for s := range b.subs {
-			if s.runID != "" && s.runID != e.RunID {
-				continue
-			}
-			select {
-			case s.ch <- e:
-			default:
-			}
+		for s := range b.runs[e.RunID] {
+			send(s, e)
 		}
+		for s := range b.every {
+			send(s, e)
+		}
+	}
+}
+
+func send(s *subscription, e Event) {
+	select {
+	case s.ch <- e:
+	default:
 	}
 }

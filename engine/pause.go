@@ -726,7 +726,7 @@ func (e *Engine) Resume(ctx context.Context, runID string) (string, error) {
 }
 
 func actionCall(e *Engine, rs *runState, sx *stepExec, input map[string]any) action.Call {
-	logger := e.log.With("run_id", rs.run.ID, "step_id", sx.s.ID)
+	logger := slog.New(&lazyAttrs{inner: e.log.Handler(), attrs: []slog.Attr{slog.String("run_id", rs.run.ID), slog.String("step_id", sx.s.ID)}})
 	return action.Call{
 		Input:          input,
 		IdempotencyKey: sx.idempotencyKey(rs.run.ID),

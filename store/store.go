@@ -183,7 +183,12 @@ type Commit struct {
 	// Rev must equal the run's current revision, else ErrConflict and
 	// nothing is written.
 	Rev int64
-	Run RunUpdate
+	// EventSeq, when not zero, is the run's event sequence at Rev as the
+	// caller last saw it. A backend may number the events from it instead
+	// of reading the run; a wrong value may cost a read, never a wrong
+	// number or a spurious conflict.
+	EventSeq int64
+	Run      RunUpdate
 	// Steps are upserted by (RunID, Key, Visit).
 	Steps    []Step
 	Attempts []Attempt

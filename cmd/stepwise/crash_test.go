@@ -755,7 +755,7 @@ func readSnapshots(home string) (map[string]*runSnap, error) {
 		return nil, fmt.Errorf("rows of run %s, which is not in the runs table", id)
 	}
 
-	rows, err = tx.QueryContext(ctx, `SELECT run_id, key, visit, step_id, status, output, error, attempts FROM steps ORDER BY run_id, rowid`)
+	rows, err = tx.QueryContext(ctx, `SELECT run_id, key, visit, step_id, status, output, error, attempts FROM steps ORDER BY run_id, ord`)
 	if err != nil {
 		return nil, err
 	}

@@ -10,19 +10,41 @@ import (
 	"stepwise.dev/stepwise/store"
 )
 
-// Commit writes one step's changes in one transaction. It checks the run's
+// Commit writes one step's changes atomically. It checks the run's
 // revision first and, when a pause is to be closed, that the pause is still
-// open; either failing writes nothing.
+// open; either failing writes nothing. Concurrent commits share one
+// transaction (see group.go); each returns once that transaction committed.
 func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var rev, eventSeq int64
-		err := s.queryRow(ctx, tx, sqlAdvanceRun,
-			nanos(now), nullString(c.Run.Status), blob(c.Run.State), blob(c.Run.Inputs),
-			c.Run.Reopen, blob(c.Run.Outputs), c.Run.Reopen, blob(c.Run.Error), c.Run.Reopen, nullable(c.Run.FinishedAt),
-			len(c.Events), c.RunID, c.Rev).Scan(&rev, &eventSeq)
-		eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
+		var err error
+		u := c.Run
+		stepOnly := u.Status == "" && len(u.Inputs) == 0 && len(u.Outputs) == 0 && len(u.Error) == 0 && !u.Reopen && u.FinishedAt.IsZero()
+		done := false
+		if stepOnly && c.EventSeq > 0 {
+			var r sql.Result
+			if r, err = s.exec(ctx, tx, sqlStepRunAt, nanos(now), blob(u.State), len(c.Events), c.RunID, c.Rev, c.EventSeq); err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n == 1 {
+				rev, eventSeq, done = c.Rev+1, c.EventSeq, true
+			}
+		}
+		if !done {
+			var row *sql.Row
+			if stepOnly {
+				row = s.queryRow(ctx, tx, sqlStepRun, nanos(now), blob(u.State), len(c.Events), c.RunID, c.Rev)
+			} else {
+				row = s.queryRow(ctx, tx, sqlAdvanceRun,
+					nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
+					u.Reopen, blob(u.Outputs), u.Reopen, blob(u.Error), u.Reopen, nullable(u.FinishedAt),
+					len(c.Events), c.RunID, c.Rev)
+			}
+			err = row.Scan(&rev, &eventSeq)
+			eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, c.RunID).Scan(&n); err != nil {
@@ -71,9 +93,9 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 				return fmt.Errorf("record answer: %w", err)
 			}
 		}
-		for _, st := range c.Steps {
+		for i, st := range c.Steps {
 			if _, err := s.exec(ctx, tx, sqlUpsertStep,
-				c.RunID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer), nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt)); err != nil {
+				c.RunID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer), nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(rev, i)); err != nil {
 				return fmt.Errorf("record step %s: %w", st.Key, err)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 
 // Steps returns the recorded steps of a run in recording order.
 func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
-	rows, err := s.readQuery(ctx, `SELECT key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at FROM steps WHERE run_id = ? ORDER BY rowid`, runID)
+	rows, err := s.readQuery(ctx, `SELECT key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at FROM steps WHERE run_id = ? ORDER BY ord`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("steps of %s: %w", runID, err)
 	}

@@ -13,18 +13,31 @@ import (
 	"stepwise.dev/stepwise/store"
 )
 
-// PutVersion records a workflow version (a no-op when it exists).
+// PutVersion records a workflow version (a no-op when it exists). Every
+// run start records its version, nearly always one that exists: a read
+// finds it without taking the writer, and a new one is written with
+// whatever other writes are queued (see group.go).
 func (s *Store) PutVersion(ctx context.Context, v store.Version) error {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM versions WHERE version = ?`, v.Version).Scan(&one)
+	if err == nil {
+		return nil // versions are content-addressed: the stored one is this one
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("put version %s: %w", v.Version, err)
+	}
 	at := v.CreatedAt
 	if at.IsZero() {
 		at = time.Now()
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO versions (version, name, definition, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (version) DO NOTHING`,
-		v.Version, v.Name, v.Definition, nanos(at))
+	err = s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO versions (version, name, definition, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (version) DO NOTHING`,
+			v.Version, v.Name, v.Definition, nanos(at))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("put version %s: %w", v.Version, err)
 	}
-	s.commits.Add(1) // an autocommit statement is a transaction of its own
 	return nil
 }
 
@@ -44,18 +57,18 @@ func (s *Store) GetVersion(ctx context.Context, version string) (store.Version, 
 	return v, nil
 }
 
-// CreateRun inserts a run and its first events in one transaction.
+// CreateRun inserts a run and its first events atomically (sharing a
+// transaction with concurrent writes, see group.go).
 func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event, steps ...store.Step) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?)`,
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, sqlInsertRun,
 			r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
-			nullString(r.ParentID), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
+			nullString(r.ParentID), len(events), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
 		if err != nil {
 			if isConstraint(err) {
 				if strings.Contains(err.Error(), "FOREIGN KEY") {
@@ -66,9 +79,9 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.Rev = 1
-		for _, st := range steps {
+		for i, st := range steps {
 			if _, err := s.exec(ctx, tx, sqlUpsertStep, r.ID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer),
-				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt)); err != nil {
+				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(1, i)); err != nil {
 				return fmt.Errorf("copy step %s: %w", st.Key, err)
 			}
 		}
@@ -77,11 +90,6 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.EventSeqs = seqs
-		if len(events) > 0 {
-			if _, err := s.exec(ctx, tx, sqlSetEventSeq, len(events), r.ID); err != nil {
-				return err
-			}
-		}
 		return nil
 	})
 	if err != nil {

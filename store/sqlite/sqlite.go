@@ -56,8 +56,12 @@ type Store struct {
 	// purgeBatch overrides defaultPurgeBatch (tests use small batches).
 	purgeBatch int
 
-	// commits counts write transactions that committed (see Stats).
-	commits atomic.Int64
+	// commits counts write transactions that committed, writes the
+	// Commit, CreateRun and PutVersion calls they carried (see Stats).
+	commits, writes atomic.Int64
+
+	// group queues concurrent writes into shared transactions (group.go).
+	group group
 }
 
 var _ store.Store = (*Store)(nil)
@@ -186,17 +190,22 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 
 // Stats are counters of a store's activity since it was opened.
 type Stats struct {
-	// Commits counts write transactions that committed: every commit of a
-	// step, every created run, every recorded version (each its own
-	// transaction), every purge batch. Each one is a write to the WAL and,
+	// Commits counts write transactions that committed: a batch of step
+	// commits, created runs and new versions written together (see
+	// group.go), every purge batch. Each one is a write to the WAL and,
 	// with Full durability, an fsync: the figure that decides how many
 	// steps per second the store can take.
 	Commits int64
+	// Writes counts the Commit, CreateRun and PutVersion calls that were
+	// written (a PutVersion of a stored version writes nothing).
+	// Concurrent ones share a transaction (group commit), so Writes may
+	// exceed the transactions they took.
+	Writes int64
 }
 
-// Stats returns the store's counters. It is cheap (one atomic load) and
-// safe to call concurrently.
-func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load()} }
+// Stats returns the store's counters. It is cheap (atomic loads) and safe
+// to call concurrently.
+func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()} }
 
 // Writer exposes the writer connection for benchmarks that compare the
 // engine with raw commits on the same database.
