@@ -24,7 +24,7 @@ const (
 	sqlClosePause   = `UPDATE pauses SET status = ?, answer = ?, answered_at = ? WHERE run_id = ? AND seq = ? AND status = 'open'`
 	sqlInsertAnswer = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES (?, ?, ?, ?, ?) RETURNING id`
 	// sqlUpsertStep records a step; ord (recording order) is set by the
-	// first insert only, as the rowid was before migration 0005: see
+	// first insert only, as the rowid was before migration 0004: see
 	// stepOrd.
 	sqlUpsertStep = `INSERT INTO steps (run_id, key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at, ord)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -67,5 +67,5 @@ func init() { hotStatements = append(hotStatements, sqlInsertEvents[1:]...) }
 
 // stepOrd is the recording order of the i-th step of the commit that
 // brought the run to revision rev: above every rowid the steps had before
-// migration 0005 (they keep those as ord), increasing with each commit.
+// migration 0004 (they keep those as ord), increasing with each commit.
 func stepOrd(rev int64, i int) int64 { return rev<<32 | int64(i) }
