@@ -322,18 +322,21 @@ func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
 // watch waits for a run, sending progress notifications when the caller
 // asked for them (a progress token) as steps complete.
 func (s *Server) watch(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration) error {
-	return s.watchFrom(ctx, req, runID, wait, nil)
+	_, _, err := s.watchFrom(ctx, req, runID, wait, nil)
+	return err
 }
 
 // watchFrom is watch reading events from a subscription opened before
-// the action that set the run going (nil: one opened now).
-func (s *Server) watchFrom(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration, sub *service.Subscription) error {
+// the action that set the run going (nil: one opened now). It returns the
+// run's row when it read it after the run stopped running (ok), so that
+// the result can be built from it without reading it again.
+func (s *Server) watchFrom(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration, sub *service.Subscription) (run store.Run, ok bool, err error) {
 	if wait <= 0 {
-		return nil
+		return store.Run{}, false, nil
 	}
 	tok := req.Params.GetProgressToken()
 	done := 0.0
-	_, err := s.svc.Watch(ctx, runID, wait, sub, func(ev engine.Event) {
+	return s.svc.WatchRun(ctx, runID, wait, sub, func(ev engine.Event) {
 		if tok == nil || req.Session == nil {
 			return
 		}
@@ -349,5 +352,4 @@ func (s *Server) watchFrom(ctx context.Context, req *mcp.CallToolRequest, runID 
 		done++ // progress only ever increases
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: done, Message: msg})
 	})
-	return err
 }

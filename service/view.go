@@ -104,11 +104,17 @@ func (s *Service) GetRunBrief(ctx context.Context, id string) (*RunView, error) 
 	if err != nil {
 		return nil, runNotFound(id, err)
 	}
+	return s.BriefOf(ctx, run), nil
+}
+
+// BriefOf is GetRunBrief of a run row the caller has just read (WatchRun
+// returns one): the row is not read again, its open pause is.
+func (s *Service) BriefOf(ctx context.Context, run store.Run) *RunView {
 	v := s.summary(ctx, run)
 	if run.Status == store.StatusWaiting {
 		v.Pause = s.pause(ctx, run, nil, false)
 	}
-	return v, nil
+	return v
 }
 
 // pause is the open pause a waiting run shows: its own or, when it waits

@@ -31,6 +31,16 @@ func (sub *Subscription) Close() { sub.stop() }
 // included); without, from a subscription opened now. It returns the
 // run's status.
 func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration, sub *Subscription, onEvent func(engine.Event)) (string, error) {
+	run, _, err := s.WatchRun(ctx, runID, timeout, sub, onEvent)
+	return run.Status, err
+}
+
+// WatchRun is Watch returning the run's row as last read, and whether it
+// was read after the run stopped running (false when the wait ran out:
+// the row is then older than the wait). A caller that shows the run next
+// can build its view from that row (BriefOf) instead of reading it again:
+// a continue's result did read the run row three times in a row.
+func (s *Service) WatchRun(ctx context.Context, runID string, timeout time.Duration, sub *Subscription, onEvent func(engine.Event)) (store.Run, bool, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -59,23 +69,23 @@ func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration
 	for {
 		run, err := s.Store.GetRun(ctx, runID)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return run.Status, nil
+			return run, false, nil
 		}
 		if err != nil {
-			return "", runNotFound(runID, err)
+			return store.Run{}, false, runNotFound(runID, err)
 		}
 		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
 			catchUp(ctx, events, runID, run.EventSeq, &seen, deliver)
-			return run.Status, nil
+			return run, true, nil
 		}
 	wait:
 		for {
 			select {
 			case <-ctx.Done():
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					return run.Status, nil
+					return run, false, nil
 				}
-				return run.Status, ctx.Err()
+				return run, false, ctx.Err()
 			case ev, ok := <-events:
 				if !ok {
 					events = nil // closed: poll
