@@ -181,6 +181,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		logger.Info("resumed interrupted runs", "count", n)
 	}
 	srv.Start(ctx)
+	tuneServeGC()
 	defer func() {
 		srv.Close()
 		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
