@@ -147,7 +147,13 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 	}
 	rs, err := e.loadRun(ctx, run)
 	if err == nil && warm != nil {
-		checkWarm(warm, rs)
+		// The fresh load read the steps after the run row: a commit in
+		// between (a concurrent Continue) makes it a mix of two revisions,
+		// nothing to compare with. Every commit moves the revision, so an
+		// unchanged one means the fresh load is of one revision.
+		if now, err := e.store.GetRun(ctx, id); err == nil && now.Rev == run.Rev {
+			checkWarm(warm, rs)
+		}
 	}
 	return rs, err
 }
