@@ -47,40 +47,51 @@ var printer = message.NewPrinter(language.English)
 // is replaced (Register) drops its entry.
 type schemaCache struct {
 	mu       sync.Mutex
-	compiled map[string]*jsonschema.Schema
+	compiled map[string]compiledSchema
 }
 
-func (c *schemaCache) get(a Action) (*jsonschema.Schema, error) {
+// compiledSchema is an action's compiled input schema and whether an empty
+// object passes it. Validation depends on nothing but the schema and the
+// value, so the empty object's verdict is computed once: steps without
+// `with` (most no-op and many plain steps) then skip the validator, which
+// allocates even for an empty object.
+type compiledSchema struct {
+	schema  *jsonschema.Schema
+	emptyOK bool
+}
+
+func (c *schemaCache) get(a Action) (compiledSchema, error) {
 	d, ok := a.(Described)
 	if !ok {
-		return nil, nil
+		return compiledSchema{}, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Looked up before building the schema: every step of every run
 	// checks its input here, and building the schema's map allocates.
 	if s, ok := c.compiled[a.Name()]; ok {
-		return s, nil // nil for an action without an input schema
+		return s, nil // a nil schema for an action without an input schema
 	}
 	if c.compiled == nil {
-		c.compiled = map[string]*jsonschema.Schema{}
+		c.compiled = map[string]compiledSchema{}
 	}
 	schema := d.InputSchema()
 	if schema == nil {
-		c.compiled[a.Name()] = nil
-		return nil, nil
+		c.compiled[a.Name()] = compiledSchema{}
+		return compiledSchema{}, nil
 	}
 	comp := jsonschema.NewCompiler()
 	url := "stepwise-action:" + a.Name() + ".json"
 	if err := comp.AddResource(url, schema); err != nil {
-		return nil, fmt.Errorf("input schema of %s: %w", a.Name(), err)
+		return compiledSchema{}, fmt.Errorf("input schema of %s: %w", a.Name(), err)
 	}
 	s, err := comp.Compile(url)
 	if err != nil {
-		return nil, fmt.Errorf("input schema of %s: %w", a.Name(), err)
+		return compiledSchema{}, fmt.Errorf("input schema of %s: %w", a.Name(), err)
 	}
-	c.compiled[a.Name()] = s
-	return s, nil
+	cs := compiledSchema{schema: s, emptyOK: s.Validate(map[string]any{}) == nil}
+	c.compiled[a.Name()] = cs
+	return cs, nil
 }
 
 func (c *schemaCache) drop(name string) {
@@ -92,14 +103,14 @@ func (c *schemaCache) drop(name string) {
 // CheckInput validates a step's rendered input against the action's input
 // schema; every failing leaf is one violation with its path under `with`.
 func (r *Registry) CheckInput(a Action, input map[string]any) []workflow.Violation {
-	s, err := r.schemas.get(a)
+	cs, err := r.schemas.get(a)
 	if err != nil {
 		return []workflow.Violation{{Rule: "action-schema", Message: err.Error()}}
 	}
-	if s == nil {
+	if cs.schema == nil || (len(input) == 0 && cs.emptyOK) {
 		return nil
 	}
-	err = s.Validate(toJSONModel(input))
+	err = cs.schema.Validate(toJSONModel(input))
 	if err == nil {
 		return nil
 	}

@@ -55,3 +55,20 @@ func TestInputKeys(t *testing.T) {
 		t.Fatalf("http: %+v", h)
 	}
 }
+
+// An empty input skips the validator only when the schema accepts an empty
+// object: a required key is still reported, every time it is asked.
+func TestCheckInputEmpty(t *testing.T) {
+	r := Builtins()
+	log, _ := r.Get("log")
+	noop, _ := r.Get("noop")
+	for range 2 { // the second call uses the cached verdict
+		vs := r.CheckInput(log, map[string]any{})
+		if len(vs) != 1 || !strings.Contains(vs[0].Message, "message") {
+			t.Fatalf("log without its required message: %v", vs)
+		}
+		if vs := r.CheckInput(noop, map[string]any{}); len(vs) != 0 {
+			t.Fatalf("noop without input: %v", vs)
+		}
+	}
+}

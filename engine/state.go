@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -123,6 +124,8 @@ type runState struct {
 	failed map[string]int
 	// scope is what actions keep open while this run's driver lives.
 	scope *action.Scope
+	// envCache keeps the expression context between steps (see env).
+	envCache envCache
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
@@ -144,7 +147,13 @@ func (e *Engine) load(ctx context.Context, id string) (*runState, error) {
 	}
 	rs, err := e.loadRun(ctx, run)
 	if err == nil && warm != nil {
-		checkWarm(warm, rs)
+		// The fresh load read the steps after the run row: a commit in
+		// between (a concurrent Continue) makes it a mix of two revisions,
+		// nothing to compare with. Every commit moves the revision, so an
+		// unchanged one means the fresh load is of one revision.
+		if now, err := e.store.GetRun(ctx, id); err == nil && now.Rev == run.Rev {
+			checkWarm(warm, rs)
+		}
 	}
 	return rs, err
 }
@@ -247,30 +256,52 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 	return wf, nil
 }
 
-// env is the expression context.
+// env is the expression context. The "run" map and, for a workflow that
+// declares no environment variables, the whole context are kept between
+// calls while what they show is unchanged: every step of a run builds its
+// context, and most steps change none of it (the steps map is shared and
+// kept in sync by record). Expressions and groups never write into a
+// context (groups clone it), so handing out the same map is safe.
 func (rs *runState) env(lookup func(string) (string, bool)) map[string]any {
 	if rs.envNames == nil {
 		rs.envNames = declaredEnv(rs.wf)
 	}
-	return map[string]any{
-		"inputs": rs.inputs,
-		"steps":  rs.steps,
-		"env":    envValues(rs.envNames, lookup),
-		"run": map[string]any{
+	c := &rs.envCache
+	errSrc := rs.errorSource()
+	if c.run == nil || c.status != rs.run.Status || !c.started.Equal(rs.state.StartedAt) || !bytes.Equal(c.errSrc, errSrc) {
+		c.status, c.started, c.errSrc = rs.run.Status, rs.state.StartedAt, errSrc
+		c.run = map[string]any{
 			"id": rs.run.ID, "workflow": rs.run.Workflow, "version": rs.run.Version,
 			"started_at": rs.state.StartedAt.Format(time.RFC3339Nano), "status": rs.run.Status,
-			"error": rs.errorMessage(),
-		},
+			"error": errorMessage(errSrc),
+		}
+		c.full = nil
 	}
+	if len(rs.envNames) > 0 {
+		// Variables are looked up afresh every time: the process's
+		// environment may change between steps.
+		return map[string]any{"inputs": rs.inputs, "steps": rs.steps, "env": envValues(rs.envNames, lookup), "run": c.run}
+	}
+	if c.full == nil {
+		c.full = map[string]any{"inputs": rs.inputs, "steps": rs.steps, "env": map[string]any{}, "run": c.run}
+	}
+	return c.full
 }
 
-// errorMessage is run.error: the failure being finished (compensations,
-// on_failure hooks) or recorded.
-func (rs *runState) errorMessage() any {
+// envCache is what env keeps between calls, with what it was built from.
+type envCache struct {
+	run, full map[string]any
+	status    string
+	started   time.Time
+	errSrc    []byte
+}
+
+// errorSource is the raw error run.error is read from.
+func (rs *runState) errorSource() []byte {
 	if rs.state.Final != nil && len(rs.state.Final.Error) > 0 {
-		return errorMessage(rs.state.Final.Error)
+		return rs.state.Final.Error
 	}
-	return errorMessage(rs.run.Error)
+	return rs.run.Error
 }
 
 func errorMessage(raw json.RawMessage) any {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Group commit. SQLite has one writer, and every transaction pays fixed
@@ -40,6 +41,30 @@ type group struct {
 	queue []*groupOp
 	spare []*groupOp // the previous batch's slice, reused
 	busy  bool
+	// stmts holds the transaction-bound forms of the prepared statements
+	// for the batch being written (see txStmts).
+	stmts atomic.Pointer[txStmts]
+	cache map[*sql.Stmt]*sql.Stmt // txStmts.m, reused by each batch
+}
+
+// txStmts keeps the forms of prepared statements bound to one shared
+// transaction: binding one (Tx.StmtContext) allocates a wrapper on every
+// use, and a batch runs the same few statements for each of its writes
+// (and three savepoint statements around each). Only the goroutine writing
+// the batch reads the map; others see a different tx and bind their own.
+type txStmts struct {
+	tx *sql.Tx
+	m  map[*sql.Stmt]*sql.Stmt
+}
+
+// bound returns st bound to tx, binding it once per batch.
+func (t *txStmts) bound(ctx context.Context, st *sql.Stmt) *sql.Stmt {
+	b, ok := t.m[st]
+	if !ok {
+		b = t.tx.StmtContext(ctx, st)
+		t.m[st] = b
+	}
+	return b
 }
 
 // groupTx runs fn in a write transaction shared with whatever other writes
@@ -133,6 +158,17 @@ func (s *Store) runBatch(batch []*groupOp) error {
 			written++
 		}
 	} else {
+		// A fresh txStmts per batch (a writer outside the group may still
+		// hold the previous one and read its tx); the map is reused, only
+		// batch writers touch it, one at a time.
+		if s.group.cache == nil {
+			s.group.cache = map[*sql.Stmt]*sql.Stmt{}
+		}
+		s.group.stmts.Store(&txStmts{tx: tx, m: s.group.cache})
+		defer func() {
+			s.group.stmts.Store(nil)
+			clear(s.group.cache)
+		}()
 		for _, op := range batch {
 			if op.err = op.ctx.Err(); op.err != nil {
 				continue

@@ -157,6 +157,9 @@ func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, 
 	if !ok {
 		return nil, false
 	}
+	if b := s.group.stmts.Load(); b != nil && b.tx == tx {
+		return b.bound(ctx, st), true
+	}
 	return tx.StmtContext(ctx, st), true
 }
 
