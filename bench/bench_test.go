@@ -87,9 +87,9 @@ func TestServerFigures(t *testing.T) {
 	t.Run("toolcall", func(t *testing.T) {
 		h := home("toolcall")
 		for _, transport := range []string{"stdio", "http"} {
-			start, startPeer := func() (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func() (*Session, error) { return peer.stdio(ctx) }
+			start, startPeer := func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) }
 			if transport == "http" {
-				start, startPeer = func() (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) }, func() (*Session, error) { return peer.http(ctx) }
+				start, startPeer = func(ctx context.Context) (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return peer.http(ctx) }
 			}
 			f, err := toolcall(ctx, "toolcall_"+transport, transport, sz.Calls, start, startPeer)
 			if err != nil {
@@ -104,7 +104,7 @@ func TestServerFigures(t *testing.T) {
 		// no ratio.
 		gone := &Peer{reason: "node not found"}
 		f, err := toolcall(ctx, "toolcall_stdio", "stdio", sz.Calls,
-			func() (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func() (*Session, error) { return gone.stdio(ctx) })
+			func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return gone.stdio(ctx) })
 		if err != nil {
 			t.Fatal(err)
 		}

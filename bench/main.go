@@ -131,14 +131,14 @@ func measure(ctx context.Context, sz Sizes, progress io.Writer) ([]Figure, error
 	r.one("toolcall_stdio", func() (Figure, error) {
 		h := home("toolcall-stdio")
 		return toolcall(ctx, "toolcall_stdio", "stdio", sz.Calls,
-			func() (*Session, error) { return stepwiseStdio(ctx, bin, h, d) },
-			func() (*Session, error) { return peer.stdio(ctx) })
+			func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) },
+			func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) })
 	})
 	r.one("toolcall_http", func() (Figure, error) {
 		h := home("toolcall-http")
 		return toolcall(ctx, "toolcall_http", "streamable HTTP", sz.Calls,
-			func() (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) },
-			func() (*Session, error) { return peer.http(ctx) })
+			func(ctx context.Context) (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) },
+			func(ctx context.Context) (*Session, error) { return peer.http(ctx) })
 	})
 	r.two("spawn_ms", "idle_rss_mb", func() (Figure, Figure, error) {
 		return spawnFigures(ctx, bin, home("spawn"), d, sz.Spawns, peer)

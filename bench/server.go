@@ -34,6 +34,23 @@ func client() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "stepwise-bench", Version: "1"}, nil)
 }
 
+// protocolKey carries, in a context, the protocol version the client
+// offers when it connects (absent: the go-sdk's latest).
+type protocolKey struct{}
+
+// withProtocol makes the sessions started with ctx offer version.
+func withProtocol(ctx context.Context, version string) context.Context {
+	return context.WithValue(ctx, protocolKey{}, version)
+}
+
+// sessionOptions are the client session options ctx asks for.
+func sessionOptions(ctx context.Context) *mcp.ClientSessionOptions {
+	if v, _ := ctx.Value(protocolKey{}).(string); v != "" {
+		return &mcp.ClientSessionOptions{ProtocolVersion: v}
+	}
+	return nil
+}
+
 // Session is a connected client and the server process behind it.
 type Session struct {
 	*mcp.ClientSession
@@ -56,7 +73,7 @@ func (s *Session) Close() {
 // stdio starts a server command and connects to it over stdio.
 func stdio(ctx context.Context, cmd *exec.Cmd) (*Session, error) {
 	cmd.Stderr = io.Discard
-	cs, err := client().Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	cs, err := client().Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, sessionOptions(ctx))
 	if err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill()
@@ -101,7 +118,7 @@ func httpServer(ctx context.Context, cmd *exec.Cmd) (*Session, error) {
 		return fail(fmt.Errorf("%s printed no address", cmd.Path))
 	}
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	cs, err := client().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := client().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, sessionOptions(ctx))
 	if err != nil {
 		return fail(fmt.Errorf("connect to %s: %w", url, err))
 	}
