@@ -59,6 +59,9 @@ type Store struct {
 	// commits counts write transactions that committed, writes the
 	// Commit, CreateRun and PutVersion calls they carried (see Stats).
 	commits, writes atomic.Int64
+	// checkpoints counts the checkpointer's checkpoints (see Stats).
+	checkpoints atomic.Int64
+	ckpt        *checkpointer
 
 	// group queues concurrent writes into shared transactions (group.go).
 	group group
@@ -95,6 +98,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			q.Add("_pragma", "query_only(1)")
 		} else {
 			q.Set("_txlock", "immediate")
+			// The checkpointer does it, off the commit path (checkpoint.go).
+			q.Add("_pragma", "wal_autocheckpoint(0)")
 		}
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
@@ -136,6 +141,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		st.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	ck, err := sql.Open("sqlite", dsn(false))
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	ck.SetMaxOpenConns(1)
+	ck.SetMaxIdleConns(1)
+	ck.SetConnMaxLifetime(0)
+	st.startCheckpointer(ck)
 	return st, nil
 }
 
@@ -145,7 +159,7 @@ func (s *Store) Close() error {
 		st.Close()
 	}
 	s.reads.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.stopCheckpointer(), s.r.Close(), s.w.Close())
 }
 
 // stmt returns the prepared form of query for use inside tx. Statements
@@ -204,11 +218,15 @@ type Stats struct {
 	// Concurrent ones share a transaction (group commit), so Writes may
 	// exceed the transactions they took.
 	Writes int64
+	// Checkpoints counts the background checkpoints that ran (checkpoint.go).
+	Checkpoints int64
 }
 
 // Stats returns the store's counters. It is cheap (atomic loads) and safe
 // to call concurrently.
-func (s *Store) Stats() Stats { return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()} }
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.commits.Load(), Writes: s.writes.Load(), Checkpoints: s.checkpoints.Load()}
+}
 
 // Writer exposes the writer connection for benchmarks that compare the
 // engine with raw commits on the same database.
