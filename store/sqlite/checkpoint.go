@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"time"
 )
 
@@ -23,9 +24,10 @@ const checkpointEvery = 100 * time.Millisecond
 
 // checkpointer copies the WAL into the database in the background.
 type checkpointer struct {
-	db   *sql.DB // one connection of its own
-	stop chan struct{}
-	done chan struct{}
+	db      *sql.DB // one connection of its own
+	stop    chan struct{}
+	done    chan struct{}
+	stopped sync.Once
 }
 
 // startCheckpointer starts checkpointing db for s.
@@ -64,12 +66,17 @@ func (s *Store) checkpoint(ctx context.Context) bool {
 	return true
 }
 
-// stopCheckpointer stops the goroutine and closes its connection.
+// stopCheckpointer stops the goroutine and closes its connection (once:
+// a store may be closed twice).
 func (s *Store) stopCheckpointer() error {
 	if s.ckpt == nil {
 		return nil
 	}
-	close(s.ckpt.stop)
-	<-s.ckpt.done
-	return s.ckpt.db.Close()
+	var err error
+	s.ckpt.stopped.Do(func() {
+		close(s.ckpt.stop)
+		<-s.ckpt.done
+		err = s.ckpt.db.Close()
+	})
+	return err
 }
