@@ -2,36 +2,20 @@ package main
 
 import (
 	"context"
+	"embed"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The library workflows the MCP measurements start.
-var library = map[string]string{
-	// wait asks one question: a run of it waits until answered. It is the
-	// run run_get reads and the run a server holds 10,000 of.
-	"wait": `version: 1
-name: wait
-steps:
-  - id: name
-    ask: {prompt: "Your name?", type: string}
-`,
-	// ask-loop asks for a number again and again: each run_continue
-	// records the answer, jumps back and opens the next question.
-	"ask-loop": `version: 1
-name: ask-loop
-steps:
-  - id: number
-    max_visits: 10000
-    ask: {prompt: "Next number?", type: integer}
-  - id: again
-    switch:
-      - goto: number
-`,
-}
+// The library workflows the MCP measurements start (workflows/*.yaml).
+//
+//go:embed workflows/*.yaml
+var library embed.FS
 
 // newHome makes a stepwise home under parent whose library holds the
 // workflows above.
@@ -41,8 +25,16 @@ func newHome(parent, name string) (string, error) {
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		return "", err
 	}
-	for wf, text := range library {
-		if err := os.WriteFile(filepath.Join(lib, wf+".yaml"), []byte(text), 0o644); err != nil {
+	files, err := fs.Glob(library, "workflows/*.yaml")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		text, err := library.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(lib, path.Base(f)), text, 0o644); err != nil {
 			return "", fmt.Errorf("home %s: %w", dir, err)
 		}
 	}

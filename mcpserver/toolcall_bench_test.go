@@ -20,18 +20,6 @@ import (
 //	go test ./mcpserver -run '^$' -bench ToolCall -benchmem -cpuprofile /tmp/cpu.out
 //	go tool pprof -top -tagfocus side=server /tmp/cpu.out
 
-// askLoop asks for a number again and again, as bench's continue figure.
-const askLoop = `version: 1
-name: ask-loop
-steps:
-  - id: number
-    max_visits: 10000
-    ask: {prompt: "Next number?", type: integer}
-  - id: again
-    switch:
-      - goto: number
-`
-
 // pipeSession serves a fresh home over pipes and returns a client session.
 func pipeSession(b *testing.B) *mcp.ClientSession {
 	b.Helper()
@@ -40,12 +28,14 @@ func pipeSession(b *testing.B) *mcp.ClientSession {
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join("testdata", "greet.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for name, text := range map[string]string{"greet.yaml": string(data), "ask-loop.yaml": askLoop} {
-		if err := os.WriteFile(filepath.Join(lib, name), []byte(text), 0o644); err != nil {
+	// greet, and ask-loop (which asks again and again) as bench's continue
+	// figure uses it.
+	for _, src := range []string{filepath.Join("testdata", "greet.yaml"), filepath.Join("..", "bench", "workflows", "ask-loop.yaml")} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(lib, filepath.Base(src)), data, 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}

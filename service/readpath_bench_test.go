@@ -15,26 +15,19 @@ import (
 //
 //	go test ./service -run '^$' -bench ReadPath -benchmem
 
-const benchAskLoop = `version: 1
-name: ask-loop
-steps:
-  - id: number
-    max_visits: 10000
-    ask: {prompt: "Next number?", type: integer}
-  - id: again
-    switch:
-      - goto: number
-`
-
-func benchService(b *testing.B) *Service { return benchServiceT(b) }
-
-func benchServiceT(b testing.TB) *Service {
+// benchService opens a service on a fresh home whose library holds bench's
+// ask-loop workflow (it asks again and again).
+func benchService(b testing.TB) *Service {
 	b.Helper()
 	dir := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "workflows", "ask-loop.yaml"), []byte(benchAskLoop), 0o644); err != nil {
+	loop, err := os.ReadFile(filepath.Join("..", "bench", "workflows", "ask-loop.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "workflows", "ask-loop.yaml"), loop, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	s, err := Open(context.Background(), Options{Home: dir, Durability: sqlite.Normal})
