@@ -2,14 +2,20 @@ package service
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"stepwise.dev/stepwise/mcpclient/mcpclienttest"
 )
 
 // TestMain lets the test binary be the stdio MCP server that mcp steps
-// start (mcpclienttest.Helper).
+// start (mcpclienttest.Helper), and removes the stepwise binary the tests
+// built, if any.
 func TestMain(m *testing.M) {
 	mcpclienttest.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	if stepwiseBin != "" {
+		_ = os.RemoveAll(filepath.Dir(stepwiseBin))
+	}
+	os.Exit(code)
 }

@@ -86,7 +86,7 @@ func TestCrashRecovery(t *testing.T) {
 	t.Logf("seed %d (replay the delays with STEPWISE_CRASH_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
-	bin := buildStepwise(t)
+	bin := sharedBinary(t)
 	wfPath, err := filepath.Abs(crashWorkflow)
 	if err != nil {
 		t.Fatal(err)
@@ -109,19 +109,6 @@ func TestCrashRecovery(t *testing.T) {
 			break // the first failure says enough; keep the output short
 		}
 	}
-}
-
-// buildStepwise builds the binary of this package.
-func buildStepwise(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stepwise")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // ---------------------------------------------------------------------------
@@ -1154,7 +1141,7 @@ func TestCrashRecoveryControlFlow(t *testing.T) {
 	}
 	t.Logf("seed %d (replay the delays with STEPWISE_CRASH_SEED=%d)", seed, seed)
 
-	bin := buildStepwise(t)
+	bin := sharedBinary(t)
 	wfPath, err := filepath.Abs(flowWorkflow)
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,16 @@ var (
 	binErr  error
 )
 
-// sharedBinary builds the binary once for all the serve tests.
+// TestMain removes the shared binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// sharedBinary builds the binary once for all the tests that start it.
 func sharedBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {

@@ -32,7 +32,7 @@ func TestInterruptLeavesRunResumable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := buildStepwise(t)
+	bin := sharedBinary(t)
 	home := t.TempDir()
 	wf := filepath.Join(t.TempDir(), "slow.yaml")
 	if err := os.WriteFile(wf, []byte(slowWorkflow), 0o644); err != nil {
