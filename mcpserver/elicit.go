@@ -58,14 +58,8 @@ func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, sub *servi
 // the person gave last (to tell them when asking again).
 func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool, problem string) (RunResult, error) {
 	for round := 0; ; round++ {
-		run, stopped, err := s.watchFrom(ctx, req, runID, wait, sub)
+		v, err := s.svc.AwaitBrief(ctx, runID, wait, sub, progress(ctx, req))
 		if err != nil {
-			return RunResult{}, err
-		}
-		var v *service.RunView
-		if stopped { // read after the run stopped: no need to read it again
-			v = s.svc.BriefOf(ctx, run)
-		} else if v, err = s.svc.GetRunBrief(ctx, runID); err != nil { // the result shows no steps
 			return RunResult{}, err
 		}
 		res := s.runResult(v, false)

@@ -322,24 +322,22 @@ func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
 // watch waits for a run, sending progress notifications when the caller
 // asked for them (a progress token) as steps complete.
 func (s *Server) watch(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration) error {
-	_, _, err := s.watchFrom(ctx, req, runID, wait, nil)
+	if wait <= 0 {
+		return nil
+	}
+	_, err := s.svc.Watch(ctx, runID, wait, nil, progress(ctx, req))
 	return err
 }
 
-// watchFrom is watch reading events from a subscription opened before
-// the action that set the run going (nil: one opened now). It returns the
-// run's row when it read it after the run stopped running (ok), so that
-// the result can be built from it without reading it again.
-func (s *Server) watchFrom(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration, sub *service.Subscription) (run store.Run, ok bool, err error) {
-	if wait <= 0 {
-		return store.Run{}, false, nil
-	}
+// progress turns a run's events into progress notifications for the
+// caller when it sent a progress token (nil when it did not).
+func progress(ctx context.Context, req *mcp.CallToolRequest) func(engine.Event) {
 	tok := req.Params.GetProgressToken()
+	if tok == nil || req.Session == nil {
+		return nil
+	}
 	done := 0.0
-	return s.svc.WatchRun(ctx, runID, wait, sub, func(ev engine.Event) {
-		if tok == nil || req.Session == nil {
-			return
-		}
+	return func(ev engine.Event) {
 		var msg string
 		switch ev.Type {
 		case engine.EventStepSucceeded, engine.EventStepFailed, engine.EventStepSkipped:
@@ -351,5 +349,5 @@ func (s *Server) watchFrom(ctx context.Context, req *mcp.CallToolRequest, runID 
 		}
 		done++ // progress only ever increases
 		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: done, Message: msg})
-	})
+	}
 }

@@ -104,12 +104,12 @@ func (s *Service) GetRunBrief(ctx context.Context, id string) (*RunView, error) 
 	if err != nil {
 		return nil, runNotFound(id, err)
 	}
-	return s.BriefOf(ctx, run), nil
+	return s.briefOf(ctx, run), nil
 }
 
-// BriefOf is GetRunBrief of a run row the caller has just read (WatchRun
-// returns one): the row is not read again, its open pause is.
-func (s *Service) BriefOf(ctx context.Context, run store.Run) *RunView {
+// briefOf is GetRunBrief of a run row just read (watchRun returns one):
+// the row is not read again, its open pause is.
+func (s *Service) briefOf(ctx context.Context, run store.Run) *RunView {
 	v := s.summary(ctx, run)
 	if run.Status == store.StatusWaiting {
 		v.Pause = s.pause(ctx, run, nil, false)

@@ -31,16 +31,32 @@ func (sub *Subscription) Close() { sub.stop() }
 // included); without, from a subscription opened now. It returns the
 // run's status.
 func (s *Service) Watch(ctx context.Context, runID string, timeout time.Duration, sub *Subscription, onEvent func(engine.Event)) (string, error) {
-	run, _, err := s.WatchRun(ctx, runID, timeout, sub, onEvent)
+	run, _, err := s.watchRun(ctx, runID, timeout, sub, onEvent)
 	return run.Status, err
 }
 
-// WatchRun is Watch returning the run's row as last read, and whether it
+// AwaitBrief waits like Watch (timeout <= 0: not at all) and returns the
+// run's brief view (GetRunBrief). When the wait ended because the run
+// stopped running, the view is built from the row the wait read last
+// instead of reading it again: a continue's result did read the run row
+// three times in a row.
+func (s *Service) AwaitBrief(ctx context.Context, runID string, timeout time.Duration, sub *Subscription, onEvent func(engine.Event)) (*RunView, error) {
+	if timeout > 0 {
+		run, stopped, err := s.watchRun(ctx, runID, timeout, sub, onEvent)
+		if err != nil {
+			return nil, err
+		}
+		if stopped {
+			return s.briefOf(ctx, run), nil
+		}
+	}
+	return s.GetRunBrief(ctx, runID)
+}
+
+// watchRun is Watch returning the run's row as last read, and whether it
 // was read after the run stopped running (false when the wait ran out:
-// the row is then older than the wait). A caller that shows the run next
-// can build its view from that row (BriefOf) instead of reading it again:
-// a continue's result did read the run row three times in a row.
-func (s *Service) WatchRun(ctx context.Context, runID string, timeout time.Duration, sub *Subscription, onEvent func(engine.Event)) (store.Run, bool, error) {
+// the row is then older than the wait).
+func (s *Service) watchRun(ctx context.Context, runID string, timeout time.Duration, sub *Subscription, onEvent func(engine.Event)) (store.Run, bool, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
