@@ -37,16 +37,7 @@ func toolLoads(ctx context.Context, cs *Session, id string, n int) (seq, par Loa
 func toolcall(ctx context.Context, name, transport string, n int,
 	start func(context.Context) (*Session, error), startPeer func(context.Context) (*Session, error)) (Figure, error) {
 	f := Figure{Name: name, Unit: "calls/s"}
-	cs, err := start(ctx)
-	if err != nil {
-		return f, err
-	}
-	defer cs.Close()
-	id, err := startWaiting(ctx, cs.ClientSession)
-	if err != nil {
-		return f, err
-	}
-	seq, par, err := toolLoads(ctx, cs, id, n)
+	seq, par, protocol, err := stepwiseLoads(ctx, start, n)
 	if err != nil {
 		return f, err
 	}
@@ -71,7 +62,7 @@ func toolcall(ctx context.Context, name, transport string, n int,
 		parRatio = par.PerSecond() / peerPar.PerSecond()
 		f.detail += fmt.Sprintf(", TS %s; %d in flight: stepwise %s, TS %s (ratio %.2f)",
 			peerSeq, inFlight, par, peerPar, parRatio)
-		f.detail += onPeerProtocol(ctx, cs.InitializeResult().ProtocolVersion, peerProtocol, n, start, peerSeq, peerPar)
+		f.detail += onPeerProtocol(ctx, protocol, peerProtocol, n, start, peerSeq, peerPar)
 	}
 	f.target = Target{Text: "≥ 1.5× TS (sequential and 8 in flight)", met: func(f Figure) bool {
 		return f.Ratio != nil && *f.Ratio >= 1.5 && parRatio >= 1.5
@@ -89,19 +80,27 @@ func onPeerProtocol(ctx context.Context, ours, theirs string, n int, start func(
 	if theirs == "" || ours == theirs {
 		return ""
 	}
-	cs, err := start(withProtocol(ctx, theirs))
-	if err != nil {
-		return fmt.Sprintf("; on the peer's protocol %s: %v", theirs, err)
-	}
-	defer cs.Close()
-	id, err := startWaiting(ctx, cs.ClientSession)
-	if err != nil {
-		return fmt.Sprintf("; on the peer's protocol %s: %v", theirs, err)
-	}
-	seq, par, err := toolLoads(ctx, cs, id, n)
+	seq, par, _, err := stepwiseLoads(withProtocol(ctx, theirs), start, n)
 	if err != nil {
 		return fmt.Sprintf("; on the peer's protocol %s: %v", theirs, err)
 	}
 	return fmt.Sprintf("; stepwise negotiated %s, the peer %s — with the client offering %s to both: stepwise %s (ratio %.2f), %d in flight %s (ratio %.2f)",
 		ours, theirs, theirs, seq, seq.PerSecond()/peerSeq.PerSecond(), inFlight, par, par.PerSecond()/peerPar.PerSecond())
+}
+
+// stepwiseLoads starts stepwise, starts a waiting run and measures
+// toolLoads of run_get on it; protocol is the version the session
+// negotiated.
+func stepwiseLoads(ctx context.Context, start func(context.Context) (*Session, error), n int) (seq, par Load, protocol string, err error) {
+	cs, err := start(ctx)
+	if err != nil {
+		return seq, par, "", err
+	}
+	defer cs.Close()
+	id, err := startWaiting(ctx, cs.ClientSession)
+	if err != nil {
+		return seq, par, "", err
+	}
+	seq, par, err = toolLoads(ctx, cs, id, n)
+	return seq, par, cs.InitializeResult().ProtocolVersion, err
 }
