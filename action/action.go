@@ -60,6 +60,20 @@ type Action interface {
 	Run(ctx context.Context, call Call) (any, error)
 }
 
+// Pure is implemented by actions that have no effect outside the engine and
+// compute their output from their input alone (noop, transform). The engine
+// may start the step after a pure one before the pure one's record is
+// durable: a crash in between re-runs it, and nobody can tell.
+type Pure interface {
+	Pure() bool
+}
+
+// IsPure reports whether a says it is pure.
+func IsPure(a Action) bool {
+	p, ok := a.(Pure)
+	return ok && p.Pure()
+}
+
 // Error is an action failure with a flag saying whether trying again may
 // help (network errors, 5xx) — retries use it.
 type Error struct {

@@ -68,6 +68,9 @@ func (Transform) Description() string {
 // Safety implements Action.
 func (Transform) Safety() string { return ReadOnly }
 
+// Pure implements Pure: the output is the input.
+func (Transform) Pure() bool { return true }
+
 // Run implements Action.
 func (Transform) Run(_ context.Context, c Call) (any, error) {
 	v, ok := c.Input["value"]
@@ -91,6 +94,9 @@ func (Noop) Description() string {
 
 // Safety implements Action.
 func (Noop) Safety() string { return ReadOnly }
+
+// Pure implements Pure: waiting a while is no effect.
+func (Noop) Pure() bool { return true }
 
 // Run implements Action.
 func (Noop) Run(ctx context.Context, c Call) (any, error) {

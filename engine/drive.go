@@ -39,6 +39,7 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope) {
 			return
 		}
 		rs.scope = scope
+		rs.ahead = newAhead(rs.run)
 		if rs.run.Status == store.StatusWaiting && !rs.state.Deadline.IsZero() && !e.now().Before(rs.state.Deadline) {
 			if err := e.expireWaiting(ctx, rs); err != nil && ctx.Err() == nil {
 				e.log.Error("expire run", "run_id", runID, "err", err)
@@ -65,7 +66,16 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope) {
 	}
 }
 
-func (e *Engine) advanceAll(ctx context.Context, rs *runState) error {
+func (e *Engine) advanceAll(ctx context.Context, rs *runState) (err error) {
+	defer func() {
+		// Whatever stopped the driver, what it computed is written before
+		// it lets go of the run (its kept state must be what is stored).
+		if serr := e.settle(context.WithoutCancel(ctx), rs); err == nil || errors.Is(err, errParked) {
+			if serr != nil {
+				err = serr
+			}
+		}
+	}()
 	for rs.run.Status == store.StatusRunning || rs.run.Status == store.StatusPending {
 		if e.isStopping() || ctx.Err() != nil {
 			return errInterrupted
@@ -85,6 +95,9 @@ func (e *Engine) advanceAll(ctx context.Context, rs *runState) error {
 func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	switch rs.state.Phase {
 	case phaseOnSuccess, phaseCompensate, phaseOnFailure:
+		if err := e.settle(ctx, rs); err != nil {
+			return err
+		}
 		return e.finishing(ctx, rs)
 	}
 	if rs.state.Cursor >= len(rs.wf.Steps) {
@@ -123,6 +136,11 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		}
 		if !ok {
 			return e.skip(ctx, rs, sx)
+		}
+	}
+	if !runsAhead(s) {
+		if err := e.settle(ctx, rs); err != nil {
+			return err
 		}
 	}
 	switch s.Kind() {
@@ -209,11 +227,23 @@ func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next 
 	return e.commitLocked(ctx, rs, c, next)
 }
 
-// commitLocked is commit for a caller that holds rs.mu.
+// commitLocked is commit for a caller that holds rs.mu. What the run's
+// pipeline still holds is written in the same transaction, before c.
 func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit, next State) error {
-	c.RunID = rs.run.ID
-	c.Rev = rs.run.Rev
-	c.EventSeq = rs.run.EventSeq // spares the store reading it back
+	var queue []store.Commit
+	if rs.ahead != nil {
+		var err error
+		if queue, err = rs.ahead.take(&rs.run); err != nil {
+			return err
+		}
+	}
+	return e.writeLocked(ctx, rs, queue, c, next)
+}
+
+// writeLocked commits the queued commits and c as one, with next as the
+// run's state; on success the in-memory run follows and the events are
+// published.
+func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []store.Commit, c store.Commit, next State) error {
 	if w := rs.state.Wait; w != nil && (next.Wait == nil || next.Wait.StepKey != w.StepKey) {
 		c.ClearTimers = append(c.ClearTimers, w.StepKey)
 	}
@@ -231,6 +261,16 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 		return err
 	}
 	c.Run.State = state
+	own := c.Steps
+	queuedEvents := 0
+	if len(queue) > 0 {
+		queuedEvents = len(c.Events)
+		c = merged(queue, c)
+		queuedEvents = len(c.Events) - queuedEvents
+	}
+	c.RunID = rs.run.ID
+	c.Rev = rs.run.Rev
+	c.EventSeq = rs.run.EventSeq // spares the store reading it back
 	res, err := e.store.Commit(ctx, c)
 	if err != nil {
 		return err
@@ -238,6 +278,9 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 	rs.run.Rev = res.Rev
 	if n := len(res.EventSeqs); n > 0 {
 		rs.run.EventSeq = res.EventSeqs[n-1]
+	}
+	if rs.ahead != nil {
+		rs.ahead.committed(rs.run)
 	}
 	rs.run.State = state
 	rs.lastAnswerID = res.AnswerID
@@ -248,10 +291,15 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 		rs.run.Error = c.Run.Error
 	}
 	rs.state = next
-	for _, st := range c.Steps {
+	for _, st := range own {
 		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
 	}
-	e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
+	if queuedEvents > 0 {
+		e.publish(rs.run.ID, store.StatusRunning, c.Events[:queuedEvents], res.EventSeqs)
+		e.publish(rs.run.ID, rs.run.Status, c.Events[queuedEvents:], res.EventSeqs[min(queuedEvents, len(res.EventSeqs)):])
+	} else {
+		e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
+	}
 	if len(c.SetTimers) > 0 {
 		e.wakeTimers()
 	}
@@ -308,7 +356,7 @@ func visitEvent(typ, stepID string, visit int, at time.Time) store.Event {
 func (e *Engine) skip(ctx context.Context, rs *runState, sx *stepExec) error {
 	now := e.now().UTC()
 	r := &result{Status: "skipped", Visit: sx.visit}
-	err := e.commit(ctx, rs, store.Commit{
+	err := e.commitAhead(ctx, rs, store.Commit{
 		Steps:  []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "skipped", StartedAt: sx.started, FinishedAt: now}},
 		Events: []store.Event{visitEvent(EventStepSkipped, sx.s.ID, sx.visit, now)},
 	}, rs.next(sx, rs.state.Cursor+1))
@@ -325,6 +373,9 @@ type succeedOpts struct {
 	// started: the step.started event was committed earlier (with the
 	// pause the step opened).
 	started bool
+	// ahead: the step is pure; the driver need not wait for its record
+	// (see commitAhead).
+	ahead bool
 }
 
 // succeedStep records a completed step and moves the cursor.
@@ -357,7 +408,11 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
 	}
 	c.Events = append(c.Events, visitEvent(EventStepSucceeded, sx.s.ID, sx.visit, now))
-	if err := e.commit(ctx, rs, c, rs.next(sx, cursor)); err != nil {
+	write := e.commit
+	if o.ahead {
+		write = e.commitAhead
+	}
+	if err := write(ctx, rs, c, rs.next(sx, cursor)); err != nil {
 		return err
 	}
 	rs.record(sx.s.ID, r)
@@ -468,7 +523,15 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 		callCtx, cancel = context.WithDeadline(callCtx, dl)
 		defer cancel()
 	}
-	e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: rs.run.Status})
+	pure := action.IsPure(act)
+	if !pure {
+		// Its effect must not happen on top of steps a crash could take
+		// back; a pure step's start shows with its record.
+		if err := e.settle(ctx, rs); err != nil {
+			return err
+		}
+		e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: rs.run.Status})
+	}
 	out, err := act.Run(callCtx, actionCall(e, rs, sx, input))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -489,7 +552,7 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 	if s.Repeat != nil {
 		return e.repeatOrFinish(ctx, rs, sx, env, output)
 	}
-	return e.succeedStep(ctx, rs, sx, &result{Output: output}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+	return e.succeedStep(ctx, rs, sx, &result{Output: output}, store.Commit{}, rs.state.Cursor+1, succeedOpts{ahead: pure})
 }
 
 // inputProblem says why an action refused its rendered input.
@@ -538,9 +601,9 @@ func (e *Engine) branch(ctx context.Context, rs *runState, sx *stepExec, env map
 		if target < 0 {
 			return e.stepFailed(ctx, rs, sx, fmt.Sprintf("goto %q: no such step at this level", c.Goto), true)
 		}
-		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": c.Goto, "case": i}}, store.Commit{}, target, succeedOpts{})
+		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": c.Goto, "case": i}}, store.Commit{}, target, succeedOpts{ahead: true})
 	}
-	return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": nil}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+	return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": nil}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{ahead: true})
 }
 
 // condition evaluates a condition field.

@@ -140,6 +140,9 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, sx *stepExec, op work
 	if !ok {
 		return nil, 1, fmt.Errorf("no action named %q", uses)
 	}
+	if err := e.settleFor(ctx, rs, act); err != nil {
+		return nil, 1, err
+	}
 	input := map[string]any{}
 	if with != nil {
 		rendered, err := expr.RenderValue(with, env)

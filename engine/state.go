@@ -126,6 +126,9 @@ type runState struct {
 	scope *action.Scope
 	// envCache keeps the expression context between steps (see env).
 	envCache envCache
+	// ahead is the pipeline of the driver that holds the run (nil outside
+	// a driver: every commit is waited for).
+	ahead *ahead
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }

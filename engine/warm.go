@@ -35,7 +35,7 @@ func (e *Engine) keep(rs *runState) {
 	if rs == nil || hasGroups(rs.wf) || (rs.run.Status != store.StatusWaiting && rs.run.Status != store.StatusRunning) {
 		return
 	}
-	rs.scope = nil
+	rs.scope, rs.ahead = nil, nil
 	w := &e.warm
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// Running ahead of the store.
+//
+// A step is recorded by a commit. For most steps the driver waits for that
+// commit before it starts the next step: what the next step does outside the
+// engine (a request, a question, a child run) must never happen on top of a
+// step that a crash could take back. A pure step (a switch, a skipped step, a
+// pure action such as noop or transform) has no effect outside the engine,
+// so the driver hands its commit to the run's pipeline and goes on: the
+// pipeline commits what is queued in the background, merging whatever queued
+// up while the previous commit was in flight into one commit. Before a step
+// that is not pure starts, the driver waits until the pipeline is empty
+// (settle); a commit that must be waited for takes the queue with it, so the
+// pure steps before a pause, a failure or the end of the run are written in
+// the same transaction.
+//
+// What a crash can lose is only queued pure steps: the run resumes from the
+// last durable step and computes them again. Their events reach subscribers
+// only once they are durable, and nothing that depends on them leaves the
+// engine before that, so a re-computed pure step cannot be told from the
+// first computation.
+
+// ahead is a run's pipeline of commits the driver did not wait for.
+type ahead struct {
+	mu   sync.Mutex
+	idle *sync.Cond // broadcast when a background flush ends
+	// queue holds commits not yet handed to the store, in step order.
+	queue []store.Commit
+	// flushing is set while a background flush runs; it alone takes from
+	// queue until it ends.
+	flushing bool
+	// err is the failure of a background flush: the queued commits after
+	// it were dropped, and the driver must stop and reload the run.
+	err error
+	// rev and eventSeq are the run's revision and event sequence after the
+	// last commit, whoever made it.
+	rev, eventSeq int64
+}
+
+func newAhead(run store.Run) *ahead {
+	a := &ahead{rev: run.Rev, eventSeq: run.EventSeq}
+	a.idle = sync.NewCond(&a.mu)
+	return a
+}
+
+// commitAhead records the commit of a pure step without waiting for it when
+// the run has a pipeline, and like commit otherwise. next becomes the
+// in-memory state at once.
+func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, next State) error {
+	a := rs.ahead
+	if a == nil {
+		return e.commit(ctx, rs, c, next)
+	}
+	state, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	c.Run.State = state
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	a.mu.Lock()
+	if a.err != nil {
+		err := a.err
+		a.mu.Unlock()
+		return err
+	}
+	a.queue = append(a.queue, c)
+	if !a.flushing {
+		a.flushing = true
+		e.wg.Add(1)
+		go e.flush(context.WithoutCancel(ctx), rs.run.ID, a)
+	}
+	a.mu.Unlock()
+	rs.run.State = state
+	rs.state = next
+	for _, st := range c.Steps {
+		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
+	}
+	return nil
+}
+
+// flush commits the queue until it is empty, each round merging what
+// queued up during the previous one.
+func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
+	defer e.wg.Done()
+	for {
+		a.mu.Lock()
+		if len(a.queue) == 0 || a.err != nil {
+			a.queue = nil
+			a.flushing = false
+			a.idle.Broadcast()
+			a.mu.Unlock()
+			return
+		}
+		batch := a.queue
+		a.queue = nil
+		c := merged(batch, store.Commit{Run: store.RunUpdate{State: batch[len(batch)-1].Run.State}})
+		c.RunID, c.Rev, c.EventSeq = runID, a.rev, a.eventSeq
+		a.mu.Unlock()
+
+		res, err := e.store.Commit(ctx, c)
+
+		a.mu.Lock()
+		if err != nil {
+			a.err = err
+		} else {
+			a.rev = res.Rev
+			if n := len(res.EventSeqs); n > 0 {
+				a.eventSeq = res.EventSeqs[n-1]
+			}
+		}
+		a.mu.Unlock()
+		if err == nil {
+			e.publish(runID, store.StatusRunning, c.Events, res.EventSeqs)
+		}
+	}
+}
+
+// take waits for a background flush to end and hands over what is still
+// queued (nil when nothing is). The run's revision and event sequence follow
+// what was flushed. A failed flush fails every take after it: the commits
+// queued behind it are gone, and writing anything on top of the in-memory
+// run would record a state whose steps are missing.
+func (a *ahead) take(run *store.Run) ([]store.Commit, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.flushing {
+		a.idle.Wait()
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	q := a.queue
+	a.queue = nil
+	run.Rev, run.EventSeq = a.rev, a.eventSeq
+	return q, nil
+}
+
+// quiet reports whether nothing is queued or being flushed, with the
+// failure of the last flush if it failed.
+func (a *ahead) quiet() (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.flushing && len(a.queue) == 0, a.err
+}
+
+// committed tells the pipeline about a commit the driver made itself.
+func (a *ahead) committed(run store.Run) {
+	a.mu.Lock()
+	a.rev, a.eventSeq = run.Rev, run.EventSeq
+	a.mu.Unlock()
+}
+
+// settle makes every queued commit of rs durable: what must not happen on
+// top of a step a crash could take back comes after it. When nothing is
+// queued it touches nothing (concurrent branches of a group call it).
+func (e *Engine) settle(ctx context.Context, rs *runState) error {
+	a := rs.ahead
+	if a == nil {
+		return nil
+	}
+	if quiet, err := a.quiet(); quiet || err != nil {
+		return err
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	q, err := a.take(&rs.run)
+	if err != nil || len(q) == 0 {
+		return err
+	}
+	return e.writeLocked(ctx, rs, q, store.Commit{}, rs.state)
+}
+
+// merged is the commits of queue followed by last, as one commit: steps and
+// events in order, the run's state from last when it has one, else from the
+// queue's last.
+func merged(queue []store.Commit, last store.Commit) store.Commit {
+	if len(queue) == 0 {
+		return last
+	}
+	var steps, events int
+	for _, q := range queue {
+		steps += len(q.Steps)
+		events += len(q.Events)
+	}
+	out := last
+	out.Steps = make([]store.Step, 0, steps+len(last.Steps))
+	out.Events = make([]store.Event, 0, events+len(last.Events))
+	for _, q := range queue {
+		out.Steps = append(out.Steps, q.Steps...)
+		out.Events = append(out.Events, q.Events...)
+		out.Attempts = append(out.Attempts, q.Attempts...)
+	}
+	out.Steps = append(out.Steps, last.Steps...)
+	out.Events = append(out.Events, last.Events...)
+	if len(last.Attempts) > 0 {
+		out.Attempts = append(out.Attempts, last.Attempts...)
+	}
+	if out.Run.State == nil {
+		out.Run.State = queue[len(queue)-1].Run.State
+	}
+	return out
+}
+
+// runsAhead reports whether the driver may start step s without waiting
+// for the pipeline: s is pure, or whatever it does outside the engine waits
+// there (an action that is not pure settles first, see invoke and
+// runAction), or it does nothing outside the engine before its own commit,
+// which then carries the queue along (a question, a failure).
+func runsAhead(s *workflow.Step) bool {
+	switch s.Kind() {
+	case workflow.KindUses, workflow.KindSwitch, workflow.KindFail, workflow.KindAsk, workflow.KindAgent:
+		return true
+	}
+	return false
+}
+
+// settleFor settles rs before act runs, unless act is pure.
+func (e *Engine) settleFor(ctx context.Context, rs *runState, act action.Action) error {
+	if action.IsPure(act) {
+		return nil
+	}
+	return e.settle(ctx, rs)
+}

@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// slowStore makes every commit take a while (so that pure steps queue up
+// behind it) and can refuse one commit.
+type slowStore struct {
+	store.Store
+	delay   time.Duration
+	commits atomic.Int64
+	// failAt is the number of the commit that fails (0: none); failed is
+	// closed when it did.
+	failAt int64
+	failed chan struct{}
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (s *slowStore) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	n := s.commits.Add(1)
+	if n == s.failAt {
+		close(s.failed)
+		return store.CommitResult{}, errDiskFull
+	}
+	time.Sleep(s.delay)
+	return s.Store.Commit(ctx, c)
+}
+
+// probe is an action with an effect: it records how many steps of its run
+// were durable when it ran.
+type probe struct {
+	st   store.Store
+	mu   sync.Mutex
+	seen []int
+}
+
+func (*probe) Name() string        { return "probe" }
+func (*probe) Description() string { return "" }
+func (*probe) Safety() string      { return action.Mutating }
+func (p *probe) Run(ctx context.Context, c action.Call) (any, error) {
+	runID, _, _ := strings.Cut(c.IdempotencyKey, "/")
+	steps, err := p.st.Steps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.seen = append(p.seen, len(steps))
+	p.mu.Unlock()
+	return map[string]any{}, nil
+}
+
+func noops(prefix string, n int) string { return slowNoops(prefix, n, "") }
+
+// slowNoops is noops whose steps take delay each.
+func slowNoops(prefix string, n int, delay string) string {
+	with := ""
+	if delay != "" {
+		with = ", with: {delay: " + delay + "}"
+	}
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - {id: %s%d, uses: noop%s}\n", prefix, i, with)
+	}
+	return b.String()
+}
+
+func openSlow(t *testing.T, path string, s *slowStore) (*Engine, *sqlite.Store) {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path, sqlite.Options{Durability: sqlite.Normal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Store = db
+	eng, err := New(Config{Store: s, Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, db
+}
+
+func startOn(t *testing.T, eng *Engine, doc string) string {
+	t.Helper()
+	res := workflow.Check([]byte(doc), workflow.Options{})
+	if !res.Valid() {
+		t.Fatalf("invalid workflow: %v", res.Violations)
+	}
+	def, _ := workflow.Canonical(res.Source.Value)
+	id, err := eng.Start(context.Background(), StartRequest{Workflow: res.Workflow, Version: res.Version, Definition: def})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func awaitOn(t *testing.T, eng *Engine, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := eng.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A step with an effect starts only once every step before it is durable,
+// however far the driver ran ahead of the store with pure ones.
+func TestEffectWaitsForEarlierPureSteps(t *testing.T) {
+	s := &slowStore{delay: 3 * time.Millisecond}
+	eng, db := openSlow(t, filepath.Join(t.TempDir(), "t.db"), s)
+	defer db.Close()
+	defer eng.Close(context.Background())
+	p := &probe{st: db}
+	eng.actions.Register(p)
+	doc := "version: 1\nname: effect\nsteps:\n" + noops("a", 20) +
+		"  - {id: check, uses: probe}\n  - {id: s, max_visits: 1, switch: [{if: 'false', goto: a1}]}\n  - {id: skipped, uses: noop, if: 'false'}\n" +
+		"  - {id: again, uses: probe}\n" + noops("b", 5)
+	id := startOn(t, eng, doc)
+	if st := awaitOn(t, eng, id); st != store.StatusSucceeded {
+		t.Fatalf("status %s", st)
+	}
+	// 20 noops before the first probe; 20 + probe + switch + skipped
+	// before the second.
+	if fmt.Sprint(p.seen) != "[20 23]" {
+		t.Fatalf("durable steps seen by the effects: %v, want [20 23]", p.seen)
+	}
+}
+
+// Pure steps that queue up behind a commit in flight share the next one;
+// every step and event is recorded once, in order.
+func TestPureStepsShareCommits(t *testing.T) {
+	s := &slowStore{delay: 2 * time.Millisecond}
+	eng, db := openSlow(t, filepath.Join(t.TempDir(), "t.db"), s)
+	defer db.Close()
+	defer eng.Close(context.Background())
+	const n = 200
+	id := startOn(t, eng, "version: 1\nname: many\nsteps:\n"+noops("a", n))
+	if st := awaitOn(t, eng, id); st != store.StatusSucceeded {
+		t.Fatalf("status %s", st)
+	}
+	if c := s.commits.Load(); c >= n/2 {
+		t.Fatalf("%d commits for %d pure steps: they did not share commits", c, n)
+	}
+	checkRecordedOnce(t, db, id, "a", n)
+}
+
+// checkRecordedOnce checks that the run's steps are prefix1…prefixN, each
+// recorded once and succeeded, with its started and succeeded events in
+// step order.
+func checkRecordedOnce(t *testing.T, db store.Store, id, prefix string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	steps, err := db.Steps(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != n {
+		t.Fatalf("%d step rows, want %d", len(steps), n)
+	}
+	for i, st := range steps {
+		if want := fmt.Sprintf("%s%d", prefix, i+1); st.StepID != want || st.Status != "succeeded" || st.Visit != 1 {
+			t.Fatalf("step row %d: %s %s visit %d, want %s succeeded visit 1", i, st.StepID, st.Status, st.Visit, want)
+		}
+	}
+	evs, err := db.Events(ctx, id, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	var last int64
+	for _, ev := range evs {
+		if ev.Seq <= last {
+			t.Fatalf("event seq %d after %d", ev.Seq, last)
+		}
+		last = ev.Seq
+		if ev.Type == EventStepStarted || ev.Type == EventStepSucceeded {
+			order = append(order, ev.StepID+" "+ev.Type)
+		}
+	}
+	var want []string
+	for i := 1; i <= n; i++ {
+		want = append(want, fmt.Sprintf("%s%d %s", prefix, i, EventStepStarted), fmt.Sprintf("%s%d %s", prefix, i, EventStepSucceeded))
+	}
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("step events out of order or repeated:\n got %v\nwant %v", order, want)
+	}
+}
+
+// A commit of the pipeline that fails stops the driver: nothing is written
+// on top of the steps it lost, the stored state matches the stored steps,
+// and the run, driven again, records every step exactly once.
+func TestFailedPipelineCommitLosesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	s := &slowStore{delay: 2 * time.Millisecond, failAt: 3, failed: make(chan struct{})}
+	eng, db := openSlow(t, path, s)
+	const n = 60
+	// Steps of 1 ms behind commits of 2 ms: the third commit is one of the
+	// pipeline's, in the middle of the run.
+	id := startOn(t, eng, "version: 1\nname: fails\nsteps:\n"+slowNoops("a", n, "1ms"))
+	select {
+	case <-s.failed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the third commit never came")
+	}
+	if err := eng.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.commits.Load(); c != s.failAt {
+		t.Fatalf("%d commits: the driver went on writing after commit %d failed", c, s.failAt)
+	}
+	ctx := context.Background()
+	run, err := db.GetRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := db.Steps(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := json.Unmarshal(run.State, &st); err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != store.StatusRunning || st.Cursor != len(steps) || len(steps) == 0 || len(steps) >= n {
+		t.Fatalf("stored run %s at cursor %d with %d step rows: want running, the cursor after the last of some (not all) rows", run.Status, st.Cursor, len(steps))
+	}
+	for i, row := range steps {
+		if want := fmt.Sprintf("a%d", i+1); row.StepID != want {
+			t.Fatalf("step row %d is %s, want %s", i, row.StepID, want)
+		}
+	}
+	_ = db.Close()
+
+	again := &slowStore{}
+	eng2, db2 := openSlow(t, path, again)
+	defer db2.Close()
+	defer eng2.Close(context.Background())
+	if n, err := eng2.Recover(ctx); err != nil || n != 1 {
+		t.Fatalf("recover: %d runs, %v", n, err)
+	}
+	if st := awaitOn(t, eng2, id); st != store.StatusSucceeded {
+		t.Fatalf("status after a new engine took the run: %s", st)
+	}
+	checkRecordedOnce(t, db2, id, "a", n)
+}
