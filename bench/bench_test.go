@@ -30,23 +30,29 @@ func finitePositive(t *testing.T, f Figure) {
 func TestStepFigures(t *testing.T) {
 	ctx := context.Background()
 	sz := smokeSizes
-	for _, d := range []string{"full", "normal"} {
-		t.Run(d, func(t *testing.T) {
-			dir := t.TempDir()
-			serial, err := stepsSerial(ctx, dir+"/serial", d, sz.SerialSteps, sz.RawCommits)
-			if err != nil {
-				t.Fatal(err)
-			}
-			finitePositive(t, serial)
-			conc, err := stepsConcurrent(ctx, dir+"/concurrent", d, 4, sz.ConcurrentSteps, serial)
-			if err != nil {
-				t.Fatal(err)
-			}
-			finitePositive(t, conc)
-			if !strings.Contains(conc.Baseline, "commits/step") {
-				t.Errorf("baseline %q does not give commits per step", conc.Baseline)
-			}
-		})
+	for _, kind := range []stepKind{noopSteps, effectSteps} {
+		for _, d := range []string{"full", "normal"} {
+			t.Run(kind.uses+"/"+d, func(t *testing.T) {
+				testStepFigures(t, ctx, kind, d, sz)
+			})
+		}
+	}
+}
+
+func testStepFigures(t *testing.T, ctx context.Context, kind stepKind, d string, sz Sizes) {
+	dir := t.TempDir()
+	serial, err := stepsSerial(ctx, dir+"/serial", d, kind, sz.SerialSteps, sz.RawCommits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finitePositive(t, serial)
+	conc, err := stepsConcurrent(ctx, dir+"/concurrent", d, kind, 4, sz.ConcurrentSteps, serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finitePositive(t, conc)
+	if !strings.Contains(conc.Baseline, "commits/step") {
+		t.Errorf("baseline %q does not give commits per step", conc.Baseline)
 	}
 }
 

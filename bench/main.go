@@ -98,8 +98,8 @@ func measure(ctx context.Context, sz Sizes, progress io.Writer) ([]Figure, error
 		return nil
 	})
 	homes := map[string]string{}
-	for _, name := range []string{"serial-full", "serial-normal", "concurrent-full", "concurrent-normal",
-		"continue", "toolcall-stdio", "toolcall-http", "spawn", "waiting", "stored"} {
+	for _, name := range []string{"noop-serial-full", "noop-serial-normal", "noop-concurrent-full", "noop-concurrent-normal",
+		"effect-serial-full", "effect-serial-normal", "effect-concurrent-full", "effect-concurrent-normal", "continue", "toolcall-stdio", "toolcall-http", "spawn", "waiting", "stored"} {
 		if homes[name], err = newHome(tmp, name); err != nil {
 			return nil, err
 		}
@@ -113,18 +113,19 @@ func measure(ctx context.Context, sz Sizes, progress io.Writer) ([]Figure, error
 	}
 	d := serverDurability
 
-	serialFull := r.one("steps_serial_full", func() (Figure, error) {
-		return stepsSerial(ctx, home("serial-full"), "full", sz.SerialSteps, sz.RawCommits)
-	})
-	serialNormal := r.one("steps_serial_normal", func() (Figure, error) {
-		return stepsSerial(ctx, home("serial-normal"), "normal", sz.SerialSteps, sz.RawCommits)
-	})
-	r.one("steps_concurrent_full", func() (Figure, error) {
-		return stepsConcurrent(ctx, home("concurrent-full"), "full", sz.ConcurrentRuns, sz.ConcurrentSteps, serialFull)
-	})
-	r.one("steps_concurrent_normal", func() (Figure, error) {
-		return stepsConcurrent(ctx, home("concurrent-normal"), "normal", sz.ConcurrentRuns, sz.ConcurrentSteps, serialNormal)
-	})
+	for _, kind := range []stepKind{noopSteps, effectSteps} {
+		serial := map[string]Figure{}
+		for _, dur := range []string{"full", "normal"} {
+			serial[dur] = r.one(kind.prefix+"serial_"+dur, func() (Figure, error) {
+				return stepsSerial(ctx, home(kind.uses+"-serial-"+dur), dur, kind, sz.SerialSteps, sz.RawCommits)
+			})
+		}
+		for _, dur := range []string{"full", "normal"} {
+			r.one(kind.prefix+"concurrent_"+dur, func() (Figure, error) {
+				return stepsConcurrent(ctx, home(kind.uses+"-concurrent-"+dur), dur, kind, sz.ConcurrentRuns, sz.ConcurrentSteps, serial[dur])
+			})
+		}
+	}
 	r.two("continue_stdio_p50_ms", "continue_stdio_p99_ms", func() (Figure, Figure, error) {
 		return continueStdio(ctx, bin, home("continue"), d, sz.Continues)
 	})

@@ -93,7 +93,7 @@ func profile(path string, progress io.Writer, fn func() error) error {
 // stepLoop runs runs × n no-op steps at once on a fresh home, as the step
 // figures do.
 func stepLoop(ctx context.Context, dir, durability string, runs, n int) error {
-	svc, l, err := stepHome(ctx, dir, durability, n)
+	svc, l, err := stepHome(ctx, dir, durability, noopSteps, n)
 	if err != nil {
 		return err
 	}

@@ -9,31 +9,63 @@ import (
 	"sync"
 	"time"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store/sqlite"
 )
 
-// noopWorkflow is a workflow of n `uses: noop` steps: each costs the
-// engine one commit and nothing else, so steps/s measures the engine and
-// the store, not an action.
-func noopWorkflow(n int) []byte {
+// stepKind is the action of the measured steps.
+type stepKind struct {
+	// prefix starts the figure's name.
+	prefix string
+	// uses is the action.
+	uses string
+}
+
+var (
+	// noopSteps are the issue's no-op steps: `uses: noop`, a pure action,
+	// so the engine does not wait for one step's record before the next
+	// (engine/ahead.go): what queued behind a commit in flight shares the
+	// next commit.
+	noopSteps = stepKind{prefix: "steps_", uses: "noop"}
+	// effectSteps do nothing either but say they have an effect: the
+	// engine waits for every step's commit before the next starts, as for
+	// an HTTP call, so a run of them costs a commit per step.
+	effectSteps = stepKind{prefix: "effect_steps_", uses: "effect"}
+)
+
+// effect is the action of effectSteps.
+type effect struct{}
+
+func (effect) Name() string        { return "effect" }
+func (effect) Description() string { return "Do nothing, as if it were an effect (benchmark)." }
+func (effect) Safety() string      { return action.Mutating }
+func (effect) Run(context.Context, action.Call) (any, error) {
+	return map[string]any{}, nil
+}
+
+// stepWorkflow is a workflow of n steps of kind: each costs the engine
+// its record and nothing else, so steps/s measures the engine and the
+// store, not an action.
+func stepWorkflow(kind stepKind, n int) []byte {
 	var b strings.Builder
-	b.WriteString("version: 1\nname: noops\nsteps:\n")
+	b.WriteString("version: 1\nname: " + kind.uses + "s\nsteps:\n")
 	for i := range n {
-		fmt.Fprintf(&b, "  - {id: s%d, uses: noop}\n", i)
+		fmt.Fprintf(&b, "  - {id: s%d, uses: %s}\n", i, kind.uses)
 	}
 	return []byte(b.String())
 }
 
 // stepHome is a service on a fresh home of its own under dir, as
-// `stepwise --durability D` would open it, with the workflow of n no-op
-// steps parsed and validated (outside the timing).
-func stepHome(ctx context.Context, dir, durability string, n int) (*service.Service, *service.Loaded, error) {
+// `stepwise --durability D` would open it, with the workflow of n steps of
+// kind parsed and validated (outside the timing).
+func stepHome(ctx context.Context, dir, durability string, kind stepKind, n int) (*service.Service, *service.Loaded, error) {
 	svc, err := service.Open(ctx, service.Options{Home: dir, Durability: durability})
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := svc.Parse(noopWorkflow(n))
+	svc.Actions.Register(effect{})
+	l, err := svc.Parse(stepWorkflow(kind, n))
 	if err == nil {
 		err = growWAL(ctx, svc.Store.(*sqlite.Store).Writer())
 	}
@@ -100,14 +132,14 @@ func runAll(ctx context.Context, svc *service.Service, l *service.Loaded, runs i
 	return nil
 }
 
-// stepsSerial measures one run of n no-op steps, driven by the engine in
+// stepsSerial measures one run of n steps of kind, driven by the engine in
 // this process, against the raw commit rate of a fresh database in the
 // same directory, measured just before and just after (their mean, so that
 // a drift of the machine's load during the run affects both sides).
-func stepsSerial(ctx context.Context, dir, durability string, n, rawN int) (Figure, error) {
-	f := Figure{Name: "steps_serial_" + durability, Unit: "steps/s",
+func stepsSerial(ctx context.Context, dir, durability string, kind stepKind, n, rawN int) (Figure, error) {
+	f := Figure{Name: kind.prefix + "serial_" + durability, Unit: "steps/s",
 		target: ratioAtLeast(0.9, "≥ 90% of raw commits/s")}
-	svc, l, err := stepHome(ctx, dir, durability, n)
+	svc, l, err := stepHome(ctx, dir, durability, kind, n)
 	if err != nil {
 		return f, err
 	}
@@ -167,17 +199,17 @@ func rawCommitRate(ctx context.Context, dir, durability string, n int) (float64,
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// stepsConcurrent runs runs × n no-op steps at once (all started, then
+// stepsConcurrent runs runs × n steps of kind at once (all started, then
 // all awaited) and reports aggregate steps/s and store commits per step,
-// against serial, the serial figure of the same durability.
-func stepsConcurrent(ctx context.Context, dir, durability string, runs, n int, serial Figure) (Figure, error) {
-	f := Figure{Name: "steps_concurrent_" + durability, Unit: "steps/s"}
+// against serial, the serial figure of the same kind and durability.
+func stepsConcurrent(ctx context.Context, dir, durability string, kind stepKind, runs, n int, serial Figure) (Figure, error) {
+	f := Figure{Name: kind.prefix + "concurrent_" + durability, Unit: "steps/s"}
 	if durability == sqlite.Normal {
 		f.target = valueAtLeast(20000, "≥ 20,000 steps/s")
 	} else {
 		f.target = ratioAtLeast(10, "≥ 10× serial")
 	}
-	svc, l, err := stepHome(ctx, dir, durability, n)
+	svc, l, err := stepHome(ctx, dir, durability, kind, n)
 	if err != nil {
 		return f, err
 	}

@@ -31,10 +31,15 @@ import (
 // engine before that, so a re-computed pure step cannot be told from the
 // first computation.
 
+// maxAhead bounds how many commits the driver may run ahead of the store:
+// beyond it, it waits for the store to take them (memory, and the work a
+// crash would make the run do again).
+const maxAhead = 1024
+
 // ahead is a run's pipeline of commits the driver did not wait for.
 type ahead struct {
 	mu   sync.Mutex
-	idle *sync.Cond // broadcast when a background flush ends
+	idle *sync.Cond // broadcast when a background flush takes the queue and when it ends
 	// queue holds commits not yet handed to the store, in step order.
 	queue []store.Commit
 	// flushing is set while a background flush runs; it alone takes from
@@ -75,8 +80,14 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 		a.mu.Unlock()
 		return err
 	}
+	for len(a.queue) >= maxAhead && a.flushing && a.err == nil {
+		a.idle.Wait() // the store is far behind: wait for it to take the queue
+	}
 	a.queue = append(a.queue, c)
-	if !a.flushing {
+	// One queued commit is left for the next step's commit to carry along
+	// (a switch before a question: one commit, not two); from two on, the
+	// store works while the driver computes.
+	if !a.flushing && len(a.queue) >= 2 {
 		a.flushing = true
 		e.wg.Add(1)
 		go e.flush(context.WithoutCancel(ctx), rs.run.ID, a)
@@ -105,6 +116,7 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 		}
 		batch := a.queue
 		a.queue = nil
+		a.idle.Broadcast() // room in the queue
 		c := merged(batch, store.Commit{Run: store.RunUpdate{State: batch[len(batch)-1].Run.State}})
 		c.RunID, c.Rev, c.EventSeq = runID, a.rev, a.eventSeq
 		a.mu.Unlock()

@@ -259,3 +259,50 @@ func TestFailedPipelineCommitLosesNothing(t *testing.T) {
 	}
 	checkRecordedOnce(t, db2, id, "a", n)
 }
+
+// Answering a question that a switch asks again costs two commits: the
+// answer, then the switch and the next question together (the switch's
+// record waits for the question's commit instead of one of its own).
+func TestSwitchRidesWithTheNextQuestion(t *testing.T) {
+	h := newHarness(t)
+	id, err := h.start(`version: 1
+name: loop
+steps:
+  - id: number
+    max_visits: 100
+    ask: {prompt: "Next?", type: integer}
+  - id: again
+    switch:
+      - goto: number
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := h.wait(id); r.Status != store.StatusWaiting {
+		t.Fatalf("status %s", r.Status)
+	}
+	for i := range 5 {
+		p := h.pause(id)
+		c0 := h.store.Stats().Commits
+		if _, err := h.eng.Continue(context.Background(), p.Token, i); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool {
+			ps, err := h.eng.Pauses(context.Background(), id)
+			return err == nil && len(ps) == 1 && ps[0].Seq != p.Seq
+		})
+		if r := h.wait(id); r.Status != store.StatusWaiting {
+			t.Fatalf("status %s", r.Status)
+		}
+		if c := h.store.Stats().Commits - c0; c != 2 {
+			t.Fatalf("answer %d: %d commits, want 2 (the answer; the switch with the next question)", i, c)
+		}
+	}
+	steps, err := h.store.Steps(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 10 {
+		t.Fatalf("%d step rows after 5 answers, want 10", len(steps))
+	}
+}

@@ -45,8 +45,9 @@ type Event struct {
 
 // bus fans events out to in-process subscribers (the MCP server, the
 // dashboard, Wait). Sends never block the engine: a subscriber that does
-// not keep up loses events and must re-read history from the store by
-// sequence number. Subscriptions are kept by run, so that publishing a
+// not keep up loses its oldest events, never the newest (which carry the
+// run's status: one commit can publish thousands of events, see ahead.go),
+// and must re-read history from the store by sequence number. Subscriptions are kept by run, so that publishing a
 // run's events touches that run's subscribers and those of every run, not
 // every subscription of the process (each waiting caller has one).
 type bus struct {
@@ -109,8 +110,17 @@ func (b *bus) publish(events ...Event) {
 }
 
 func send(s *subscription, e Event) {
-	select {
-	case s.ch <- e:
-	default:
+	for range 2 {
+		select {
+		case s.ch <- e:
+			return
+		default:
+		}
+		// Full: drop the oldest. Only publish sends (under the bus lock),
+		// so the room it makes stays free for e.
+		select {
+		case <-s.ch:
+		default:
+		}
 	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"testing"
+
+	"stepwise.dev/stepwise/store"
 )
 
 // TestBusRoutesByRun: a run's subscribers get its events, subscribers of
@@ -37,5 +39,26 @@ func TestBusRoutesByRun(t *testing.T) {
 	}
 	if len(b.runs) != 0 || len(b.every) != 0 {
 		t.Errorf("subscriptions left after stop: %v %v", b.runs, b.every)
+	}
+}
+
+// A subscriber that does not keep up loses its oldest events: the newest,
+// which carries the run's status, always arrives.
+func TestSlowSubscriberKeepsTheNewest(t *testing.T) {
+	b := newBus()
+	ch, stop := b.subscribe("r", 4)
+	defer stop()
+	var evs []Event
+	for i := int64(1); i <= 10; i++ {
+		evs = append(evs, Event{RunID: "r", Seq: i, Status: store.StatusRunning})
+	}
+	evs[9].Status = store.StatusSucceeded
+	b.publish(evs...)
+	var got []int64
+	for range 4 {
+		got = append(got, (<-ch).Seq)
+	}
+	if fmt.Sprint(got) != "[7 8 9 10]" {
+		t.Fatalf("received %v, want the newest four [7 8 9 10]", got)
 	}
 }
