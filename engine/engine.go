@@ -172,7 +172,18 @@ func New(cfg Config) (*Engine, error) {
 // Subscribe returns events of one run (or of all runs when runID is "")
 // as they happen. Call the returned function to stop.
 func (e *Engine) Subscribe(runID string) (<-chan Event, func()) {
-	return e.bus.subscribe(runID, 1024)
+	if runID == "" {
+		return e.bus.subscribe(runID, 1024)
+	}
+	// A run's subscriber (a caller waiting for it) needs its latest events;
+	// a buffer of a thousand costs 120 KB per wait.
+	return e.bus.subscribe(runID, 64)
+}
+
+// SubscribeBuffered is Subscribe with a buffer of n events: a subscriber
+// that falls further behind loses the oldest.
+func (e *Engine) SubscribeBuffered(runID string, n int) (<-chan Event, func()) {
+	return e.bus.subscribe(runID, max(n, 1))
 }
 
 // Recover resumes every run that was running when the process stopped:

@@ -16,9 +16,15 @@ type Subscription struct {
 	stop   func()
 }
 
+// subscriptionBuffer is how many events a Subscription holds for a caller
+// that has not read them yet; beyond it the oldest are lost (the newest,
+// which carry the run's status, arrive). It is opened per tool call: a
+// thousand events cost 120 KB each time.
+const subscriptionBuffer = 256
+
 // Subscribe opens a Subscription; Close it when done.
 func (s *Service) Subscribe() *Subscription {
-	events, stop := s.Engine.Subscribe("")
+	events, stop := s.Engine.SubscribeBuffered("", subscriptionBuffer)
 	return &Subscription{events: events, stop: stop}
 }
 
