@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
@@ -51,7 +52,16 @@ type ahead struct {
 	// rev and eventSeq are the run's revision and event sequence after the
 	// last commit, whoever made it.
 	rev, eventSeq int64
+	// linger starts a flush of a lone queued commit that no later commit
+	// took along in time.
+	linger *time.Timer
 }
+
+// lingerFor is how long a lone queued commit waits for the next commit to
+// take it along before it is flushed on its own: long enough for the step
+// after a switch to open its question, short enough that a long pure step
+// (a delay) does not hide the one before it.
+const lingerFor = 2 * time.Millisecond
 
 func newAhead(run store.Run) *ahead {
 	a := &ahead{rev: run.Rev, eventSeq: run.EventSeq}
@@ -64,7 +74,7 @@ func newAhead(run store.Run) *ahead {
 // in-memory state at once.
 func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, next State) error {
 	a := rs.ahead
-	if a == nil {
+	if a == nil || !queueable(rs, c, next) {
 		return e.commit(ctx, rs, c, next)
 	}
 	state, err := json.Marshal(next)
@@ -84,13 +94,24 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 		a.idle.Wait() // the store is far behind: wait for it to take the queue
 	}
 	a.queue = append(a.queue, c)
-	// One queued commit is left for the next step's commit to carry along
-	// (a switch before a question: one commit, not two); from two on, the
-	// store works while the driver computes.
-	if !a.flushing && len(a.queue) >= 2 {
-		a.flushing = true
-		e.wg.Add(1)
-		go e.flush(context.WithoutCancel(ctx), rs.run.ID, a)
+	// One queued commit is left, for a moment, for the next step's commit
+	// to carry along (a switch before a question: one commit, not two);
+	// from two on, or when the next step takes longer than the moment (a
+	// delay), the store works while the driver computes.
+	if !a.flushing {
+		flushCtx, runID := context.WithoutCancel(ctx), rs.run.ID
+		if len(a.queue) >= 2 {
+			e.startFlush(flushCtx, runID, a)
+		} else if a.linger == nil {
+			a.linger = time.AfterFunc(lingerFor, func() {
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				a.linger = nil
+				if !a.flushing && len(a.queue) > 0 && a.err == nil {
+					e.startFlush(flushCtx, runID, a)
+				}
+			})
+		}
 	}
 	a.mu.Unlock()
 	rs.run.State = state
@@ -99,6 +120,30 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
 	}
 	return nil
+}
+
+// queueable reports whether c may wait in the pipeline: it records steps,
+// attempts and events only, and neither it nor next touches a wake-up (a
+// step that continues a wait clears its timer: commit does that).
+func queueable(rs *runState, c store.Commit, next State) bool {
+	u := c.Run
+	return rs.state.Wait == nil && next.Wait == nil && u.Status == "" && u.State == nil && u.Inputs == nil &&
+		u.Outputs == nil && u.Error == nil && u.FinishedAt.IsZero() && !u.Reopen &&
+		c.OpenPause == nil && c.ClosePause == nil && c.Answer == nil && len(c.CancelPauses) == 0 &&
+		len(c.SetTimers) == 0 && len(c.ClearTimers) == 0
+}
+
+// startFlush starts a background flush; the caller holds a.mu. The driver
+// that owns a is alive (it has not settled: the queue is not empty), so
+// the engine's wait group is above zero.
+func (e *Engine) startFlush(ctx context.Context, runID string, a *ahead) {
+	if a.linger != nil {
+		a.linger.Stop()
+		a.linger = nil
+	}
+	a.flushing = true
+	e.wg.Add(1)
+	go e.flush(ctx, runID, a)
 }
 
 // flush commits the queue until it is empty, each round merging what
@@ -152,6 +197,10 @@ func (a *ahead) take(run *store.Run) ([]store.Commit, error) {
 	}
 	if a.err != nil {
 		return nil, a.err
+	}
+	if a.linger != nil {
+		a.linger.Stop()
+		a.linger = nil
 	}
 	q := a.queue
 	a.queue = nil

@@ -306,3 +306,38 @@ steps:
 		t.Fatalf("%d step rows after 5 answers, want 10", len(steps))
 	}
 }
+
+// A pure step followed by a long one is durable (and seen) while the long
+// one runs: a lone queued commit waits only a moment for company.
+func TestLoneQueuedStepIsFlushedSoon(t *testing.T) {
+	h := newHarness(t)
+	id, err := h.start(`version: 1
+name: lone
+steps:
+  - {id: first, uses: noop}
+  - {id: long, uses: noop, with: {delay: 60s}}
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		steps, err := h.store.Steps(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(steps) == 1 && steps[0].StepID == "first" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first step is still not recorded while the second runs: %v", steps)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Stop without the grace period the long step would use up.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.eng.Close(ctx)
+	_ = h.store.Close()
+	h.eng = nil
+}
