@@ -46,8 +46,9 @@ type ahead struct {
 	// flushing is set while a background flush runs; it alone takes from
 	// queue until it ends.
 	flushing bool
-	// err is the failure of a background flush: the queued commits after
-	// it were dropped, and the driver must stop and reload the run.
+	// err is the failure of a background flush (or of a driver's commit
+	// that carried the queue): the queued commits after it were dropped,
+	// and the driver must stop and reload the run.
 	err error
 	// rev and eventSeq are the run's revision and event sequence after the
 	// last commit, whoever made it.
@@ -214,6 +215,16 @@ func (a *ahead) quiet() (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return !a.flushing && len(a.queue) == 0, a.err
+}
+
+// fail records that a commit carrying queued commits failed: like a failed
+// flush, it fails every take after it.
+func (a *ahead) fail(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.mu.Unlock()
 }
 
 // committed tells the pipeline about a commit the driver made itself.

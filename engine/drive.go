@@ -273,6 +273,12 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []store.Co
 	c.EventSeq = rs.run.EventSeq // spares the store reading it back
 	res, err := e.store.Commit(ctx, c)
 	if err != nil {
+		if len(queue) > 0 {
+			// The queued steps are lost with it, as with a failed flush:
+			// nothing may be written on top of them (a caller that goes on
+			// after the error, such as choices_from, must not succeed).
+			rs.ahead.fail(err)
+		}
 		return err
 	}
 	rs.run.Rev = res.Rev
