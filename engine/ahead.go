@@ -269,6 +269,7 @@ func merged(queue []store.Commit, last store.Commit) store.Commit {
 	out := last
 	out.Steps = make([]store.Step, 0, steps+len(last.Steps))
 	out.Events = make([]store.Event, 0, events+len(last.Events))
+	out.Attempts = nil // the queue's first, then last's (below)
 	for _, q := range queue {
 		out.Steps = append(out.Steps, q.Steps...)
 		out.Events = append(out.Events, q.Events...)

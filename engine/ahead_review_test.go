@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -147,5 +148,19 @@ steps:
 			t.Fatalf("pauses %+v (%v), want one question with two choices", ps, err)
 		}
 		return
+	}
+}
+
+// merged writes each attempt once: the queue's, then the last commit's.
+func TestMergedKeepsEachAttemptOnce(t *testing.T) {
+	q := store.Commit{Steps: []store.Step{{Key: "a"}}, Attempts: []store.Attempt{{Key: "a", Attempt: 2}}}
+	last := store.Commit{Steps: []store.Step{{Key: "b"}}, Attempts: []store.Attempt{{Key: "b", Attempt: 1}}}
+	got := merged([]store.Commit{q}, last)
+	var keys []string
+	for _, a := range got.Attempts {
+		keys = append(keys, fmt.Sprintf("%s/%d", a.Key, a.Attempt))
+	}
+	if fmt.Sprint(keys) != "[a/2 b/1]" {
+		t.Fatalf("attempts %v, want [a/2 b/1]", keys)
 	}
 }
