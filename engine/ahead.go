@@ -86,13 +86,13 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	a.mu.Lock()
-	if a.err != nil {
+	for len(a.queue) >= maxAhead && a.flushing && a.err == nil {
+		a.idle.Wait() // the store is far behind: wait for it to take the queue
+	}
+	if a.err != nil { // also a flush that failed while the driver waited
 		err := a.err
 		a.mu.Unlock()
 		return err
-	}
-	for len(a.queue) >= maxAhead && a.flushing && a.err == nil {
-		a.idle.Wait() // the store is far behind: wait for it to take the queue
 	}
 	a.queue = append(a.queue, c)
 	// One queued commit is left, for a moment, for the next step's commit

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,5 +164,37 @@ func TestMergedKeepsEachAttemptOnce(t *testing.T) {
 	}
 	if fmt.Sprint(keys) != "[a/2 b/1]" {
 		t.Fatalf("attempts %v, want [a/2 b/1]", keys)
+	}
+}
+
+// A driver held back by maxAhead learns of a flush that failed while it
+// waited: its commit is not queued, it gets the failure.
+func TestBackpressureSeesAFailedFlush(t *testing.T) {
+	h := newHarness(t)
+	rs := &runState{run: store.Run{ID: "r"}}
+	a := newAhead(rs.run)
+	rs.ahead = a
+	a.queue = make([]store.Commit, maxAhead)
+	a.flushing = true // a flush is in flight (simulated below)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(20 * time.Millisecond)
+		// The flush takes the queue, its commit fails, it ends.
+		a.mu.Lock()
+		a.queue, a.err, a.flushing = nil, errDiskFull, false
+		a.idle.Broadcast()
+		a.mu.Unlock()
+	}()
+	err := h.eng.commitAhead(context.Background(), rs, store.Commit{Steps: []store.Step{{Key: "x", StepID: "x"}}}, State{Cursor: 1})
+	wg.Wait()
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("commitAhead after a failed flush: %v, want the flush's failure", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.queue) != 0 || a.linger != nil {
+		t.Fatalf("queue %d, linger %v after the failure: nothing may be queued behind it", len(a.queue), a.linger != nil)
 	}
 }
