@@ -104,14 +104,19 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 		if len(a.queue) >= 2 {
 			e.startFlush(flushCtx, runID, a)
 		} else if a.linger == nil {
-			a.linger = time.AfterFunc(lingerFor, func() {
+			var t *time.Timer
+			t = time.AfterFunc(lingerFor, func() {
 				a.mu.Lock()
 				defer a.mu.Unlock()
+				if a.linger != t {
+					return // stopped too late: a take or a flush had it already
+				}
 				a.linger = nil
 				if !a.flushing && len(a.queue) > 0 && a.err == nil {
 					e.startFlush(flushCtx, runID, a)
 				}
 			})
+			a.linger = t
 		}
 	}
 	a.mu.Unlock()
