@@ -42,7 +42,7 @@ type ahead struct {
 	mu   sync.Mutex
 	idle *sync.Cond // broadcast when a background flush takes the queue and when it ends
 	// queue holds commits not yet handed to the store, in step order.
-	queue []store.Commit
+	queue []queued
 	// flushing is set while a background flush runs; it alone takes from
 	// queue until it ends.
 	flushing bool
@@ -58,11 +58,24 @@ type ahead struct {
 	linger *time.Timer
 }
 
-// lingerFor is how long a lone queued commit waits for the next commit to
-// take it along before it is flushed on its own: long enough for the step
+// queued is a commit in the pipeline and, for the answer of a Continue,
+// who waits for it (nil for a step's).
+type queued struct {
+	c    store.Commit
+	done func(store.CommitResult, error)
+}
+
+// flushAt is how many queued commits start a background flush at once:
+// fewer wait (lingerFor) for the commit of a question, a failure or the
+// end of the run to take them along — an answer, the switch after it and
+// the next question are one commit.
+const flushAt = 4
+
+// lingerFor is how long queued commits (fewer than flushAt) wait for the
+// next commit to take them along before they are flushed on their own: long enough for the step
 // after a switch to open its question, short enough that a long pure step
 // (a delay) does not hide the one before it.
-const lingerFor = 2 * time.Millisecond
+var lingerFor = 2 * time.Millisecond // a variable for tests that count commits
 
 func newAhead(run store.Run) *ahead {
 	a := &ahead{rev: run.Rev, eventSeq: run.EventSeq}
@@ -78,6 +91,14 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 	if a == nil || !queueable(rs, c, next) {
 		return e.commit(ctx, rs, c, next)
 	}
+	return e.enqueue(ctx, rs, c, next, nil)
+}
+
+// enqueue puts c (with next as the run's state) in rs's pipeline; done, when
+// not nil, learns how the commit that carries it went. The in-memory run
+// follows at once.
+func (e *Engine) enqueue(ctx context.Context, rs *runState, c store.Commit, next State, done func(store.CommitResult, error)) error {
+	a := rs.ahead
 	state, err := json.Marshal(next)
 	if err != nil {
 		return err
@@ -94,14 +115,15 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 		a.mu.Unlock()
 		return err
 	}
-	a.queue = append(a.queue, c)
-	// One queued commit is left, for a moment, for the next step's commit
-	// to carry along (a switch before a question: one commit, not two);
-	// from two on, or when the next step takes longer than the moment (a
-	// delay), the store works while the driver computes.
+	a.queue = append(a.queue, queued{c: c, done: done})
+	// A few queued commits are left, for a moment, for the next commit the
+	// driver waits for to carry along (an answer, a switch and the next
+	// question: one commit); from flushAt on, or when the next step takes
+	// longer than the moment (a delay), the store works while the driver
+	// computes.
 	if !a.flushing {
 		flushCtx, runID := context.WithoutCancel(ctx), rs.run.ID
-		if len(a.queue) >= 2 {
+		if len(a.queue) >= flushAt {
 			e.startFlush(flushCtx, runID, a)
 		} else if a.linger == nil {
 			var t *time.Timer
@@ -121,6 +143,9 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 	}
 	a.mu.Unlock()
 	rs.run.State = state
+	if c.Run.Status != "" {
+		rs.run.Status = c.Run.Status
+	}
 	rs.state = next
 	for _, st := range c.Steps {
 		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
@@ -159,16 +184,18 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 	for {
 		a.mu.Lock()
 		if len(a.queue) == 0 || a.err != nil {
+			dropped, err := a.queue, a.err
 			a.queue = nil
 			a.flushing = false
 			a.idle.Broadcast()
 			a.mu.Unlock()
+			tell(dropped, store.CommitResult{}, err)
 			return
 		}
 		batch := a.queue
 		a.queue = nil
 		a.idle.Broadcast() // room in the queue
-		c := merged(batch, store.Commit{Run: store.RunUpdate{State: batch[len(batch)-1].Run.State}})
+		c := merged(batch, store.Commit{})
 		c.RunID, c.Rev, c.EventSeq = runID, a.rev, a.eventSeq
 		a.mu.Unlock()
 
@@ -187,6 +214,17 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 		if err == nil {
 			e.publish(runID, store.StatusRunning, c.Events, res.EventSeqs)
 		}
+		tell(batch, res, err)
+	}
+}
+
+// tell gives whoever waits for a queued commit the outcome of the commit
+// that carried it (err alone when it was dropped).
+func tell(q []queued, res store.CommitResult, err error) {
+	for _, x := range q {
+		if x.done != nil {
+			x.done(res, err)
+		}
 	}
 }
 
@@ -195,7 +233,7 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 // what was flushed. A failed flush fails every take after it: the commits
 // queued behind it are gone, and writing anything on top of the in-memory
 // run would record a state whose steps are missing.
-func (a *ahead) take(run *store.Run) ([]store.Commit, error) {
+func (a *ahead) take(run *store.Run) ([]queued, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for a.flushing {
@@ -259,36 +297,74 @@ func (e *Engine) settle(ctx context.Context, rs *runState) error {
 	return e.writeLocked(ctx, rs, q, store.Commit{}, rs.state)
 }
 
-// merged is the commits of queue followed by last, as one commit: steps and
-// events in order, the run's state from last when it has one, else from the
-// queue's last.
-func merged(queue []store.Commit, last store.Commit) store.Commit {
+// merged is the commits of queue followed by last, as one commit: steps,
+// attempts and events in order; the run's status and state as the last one
+// that sets them; the pause closed and the answer recorded by whichever
+// sets them (at most one does: see carries).
+func merged(queue []queued, last store.Commit) store.Commit {
 	if len(queue) == 0 {
 		return last
 	}
 	var steps, events int
 	for _, q := range queue {
-		steps += len(q.Steps)
-		events += len(q.Events)
+		steps += len(q.c.Steps)
+		events += len(q.c.Events)
 	}
 	out := last
 	out.Steps = make([]store.Step, 0, steps+len(last.Steps))
 	out.Events = make([]store.Event, 0, events+len(last.Events))
 	out.Attempts = nil // the queue's first, then last's (below)
+	var status string
+	var state json.RawMessage
 	for _, q := range queue {
-		out.Steps = append(out.Steps, q.Steps...)
-		out.Events = append(out.Events, q.Events...)
-		out.Attempts = append(out.Attempts, q.Attempts...)
+		out.Steps = append(out.Steps, q.c.Steps...)
+		out.Events = append(out.Events, q.c.Events...)
+		out.Attempts = append(out.Attempts, q.c.Attempts...)
+		if q.c.Run.Status != "" {
+			status = q.c.Run.Status
+		}
+		if q.c.Run.State != nil {
+			state = q.c.Run.State
+		}
+		if q.c.ClosePause != nil {
+			out.ClosePause = q.c.ClosePause
+		}
+		if q.c.Answer != nil {
+			out.Answer = q.c.Answer
+		}
 	}
 	out.Steps = append(out.Steps, last.Steps...)
 	out.Events = append(out.Events, last.Events...)
 	if len(last.Attempts) > 0 {
 		out.Attempts = append(out.Attempts, last.Attempts...)
 	}
+	if out.Run.Status == "" {
+		out.Run.Status = status
+	}
 	if out.Run.State == nil {
-		out.Run.State = queue[len(queue)-1].Run.State
+		out.Run.State = state
+	}
+	if last.ClosePause != nil {
+		out.ClosePause = last.ClosePause
+	}
+	if last.Answer != nil {
+		out.Answer = last.Answer
 	}
 	return out
+}
+
+// carries reports whether c can take queue along in one commit: a commit
+// closes at most one pause and records at most one answer.
+func carries(c store.Commit, queue []queued) bool {
+	if c.ClosePause == nil && c.Answer == nil {
+		return true
+	}
+	for _, q := range queue {
+		if q.c.ClosePause != nil || q.c.Answer != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // runsAhead reports whether the driver may start step s without waiting

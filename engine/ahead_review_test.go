@@ -157,7 +157,7 @@ steps:
 func TestMergedKeepsEachAttemptOnce(t *testing.T) {
 	q := store.Commit{Steps: []store.Step{{Key: "a"}}, Attempts: []store.Attempt{{Key: "a", Attempt: 2}}}
 	last := store.Commit{Steps: []store.Step{{Key: "b"}}, Attempts: []store.Attempt{{Key: "b", Attempt: 1}}}
-	got := merged([]store.Commit{q}, last)
+	got := merged([]queued{{c: q}}, last)
 	var keys []string
 	for _, a := range got.Attempts {
 		keys = append(keys, fmt.Sprintf("%s/%d", a.Key, a.Attempt))
@@ -174,7 +174,7 @@ func TestBackpressureSeesAFailedFlush(t *testing.T) {
 	rs := &runState{run: store.Run{ID: "r"}}
 	a := newAhead(rs.run)
 	rs.ahead = a
-	a.queue = make([]store.Commit, maxAhead)
+	a.queue = make([]queued, maxAhead)
 	a.flushing = true // a flush is in flight (simulated below)
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -28,18 +28,25 @@ var errParked = errors.New("parked")
 const maxVisits = 10_000
 
 // drive advances a run until it waits, finishes, or the engine stops.
-// scope is handed to every action the run calls (see action.Scope).
-func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope) {
+// scope is handed to every action the run calls (see action.Scope). from,
+// when not nil, is the run's state handed over by a Continue (its answer
+// queued in its pipeline): the first attempt starts there instead of
+// loading the run.
+func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, from *runState) {
 	for attempt := 0; ; attempt++ {
-		rs, err := e.load(ctx, runID)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.log.Error("load run", "run_id", runID, "err", err)
+		rs := from
+		from = nil
+		if rs == nil {
+			var err error
+			if rs, err = e.load(ctx, runID); err != nil {
+				if ctx.Err() == nil {
+					e.log.Error("load run", "run_id", runID, "err", err)
+				}
+				return
 			}
-			return
+			rs.ahead = newAhead(rs.run)
 		}
 		rs.scope = scope
-		rs.ahead = newAhead(rs.run)
 		if rs.run.Status == store.StatusWaiting && !rs.state.Deadline.IsZero() && !e.now().Before(rs.state.Deadline) {
 			if err := e.expireWaiting(ctx, rs); err != nil && ctx.Err() == nil {
 				e.log.Error("expire run", "run_id", runID, "err", err)
@@ -50,15 +57,15 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope) {
 			e.dropStaleTimers(ctx, rs)
 			return
 		}
-		err = e.advanceAll(ctx, rs)
+		err := e.advanceAll(ctx, rs)
 		switch {
 		case err == nil:
 			e.keep(rs) // for the Continue that answers its pause
 			return
 		case errors.Is(err, errInterrupted), ctx.Err() != nil:
 			return
-		case errors.Is(err, store.ErrConflict) && attempt < 5:
-			continue // the run changed under us (cancel, continue): reload
+		case (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed)) && attempt < 5:
+			continue // the run changed under us (cancel, continue; another continue won the pause): reload
 		default:
 			e.log.Error("advance run", "run_id", runID, "err", rs.mask.MaskError(err))
 			return
@@ -230,7 +237,7 @@ func (e *Engine) commit(ctx context.Context, rs *runState, c store.Commit, next 
 // commitLocked is commit for a caller that holds rs.mu. What the run's
 // pipeline still holds is written in the same transaction, before c.
 func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit, next State) error {
-	var queue []store.Commit
+	var queue []queued
 	if rs.ahead != nil {
 		var err error
 		if queue, err = rs.ahead.take(&rs.run); err != nil {
@@ -243,7 +250,14 @@ func (e *Engine) commitLocked(ctx context.Context, rs *runState, c store.Commit,
 // writeLocked commits the queued commits and c as one, with next as the
 // run's state; on success the in-memory run follows and the events are
 // published.
-func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []store.Commit, c store.Commit, next State) error {
+func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, c store.Commit, next State) error {
+	if !carries(c, queue) {
+		// Both close a pause: the queue goes first, on its own.
+		if err := e.writeLocked(ctx, rs, queue, store.Commit{}, rs.state); err != nil {
+			return err
+		}
+		queue = nil
+	}
 	if w := rs.state.Wait; w != nil && (next.Wait == nil || next.Wait.StepKey != w.StepKey) {
 		c.ClearTimers = append(c.ClearTimers, w.StepKey)
 	}
@@ -272,6 +286,7 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []store.Co
 	c.Rev = rs.run.Rev
 	c.EventSeq = rs.run.EventSeq // spares the store reading it back
 	res, err := e.store.Commit(ctx, c)
+	tell(queue, res, err)
 	if err != nil {
 		if len(queue) > 0 {
 			// The queued steps are lost with it, as with a failed flush:
@@ -382,6 +397,11 @@ type succeedOpts struct {
 	// ahead: the step is pure; the driver need not wait for its record
 	// (see commitAhead).
 	ahead bool
+	// queued, when not nil, puts the record in the run's pipeline (an
+	// answer handed to the driver, see continueHandOff) and learns how the
+	// commit that carries it went; queuedIt is set once it is queued.
+	queued   func(store.CommitResult, error)
+	queuedIt *bool
 }
 
 // succeedStep records a completed step and moves the cursor.
@@ -415,7 +435,14 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 	}
 	c.Events = append(c.Events, visitEvent(EventStepSucceeded, sx.s.ID, sx.visit, now))
 	write := e.commit
-	if o.ahead {
+	switch {
+	case o.queued != nil:
+		write = func(ctx context.Context, rs *runState, c store.Commit, next State) error {
+			err := e.enqueue(ctx, rs, c, next, o.queued)
+			*o.queuedIt = err == nil
+			return err
+		}
+	case o.ahead:
 		write = e.commitAhead
 	}
 	if err := write(ctx, rs, c, rs.next(sx, cursor)); err != nil {

@@ -215,39 +215,96 @@ func (e *Engine) schedule(runID string) {
 	d := &driver{cancel: cancel}
 	e.active[runID] = d
 	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		defer func() { cancel() }()
-		// What actions keep open for this run (connections) lives as long
-		// as this driver: closed before wg.Done, so Close waits for it.
-		scope := action.NewScope()
-		defer func() {
-			if err := scope.Close(); err != nil {
-				e.log.Warn("close the run's action resources", "run_id", runID, "err", err)
-			}
-		}()
-		for {
-			e.sem <- struct{}{}
-			e.drive(ctx, runID, scope)
-			<-e.sem
-			e.mu.Lock()
-			if d.again && !e.stopping {
-				d.again = false
-				if ctx.Err() != nil {
-					// Interrupted, then scheduled again (a cancel that hands
-					// the run to its compensations): drive with a fresh context.
-					cancel()
-					ctx, cancel = context.WithCancel(e.stepCtx)
-					d.cancel = cancel
-				}
-				e.mu.Unlock()
-				continue
-			}
-			delete(e.active, runID)
-			e.mu.Unlock()
-			return
+	go e.runDriver(ctx, runID, d, nil)
+}
+
+// handOff is the driver of a run reserved by a Continue that hands it the
+// run's state (with the answer queued in its pipeline): registered as the
+// run's driver, counted by the engine's wait group, holding a slot of the
+// semaphore, so that it starts at once.
+type handOff struct {
+	e     *Engine
+	runID string
+	d     *driver
+	ctx   context.Context
+}
+
+// reserveDriver reserves the driver of a run for a hand-off; nil when a
+// driver is active, the engine stops or every slot is taken (the Continue
+// then commits its answer itself and schedules the run).
+func (e *Engine) reserveDriver(runID string) *handOff {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return nil
+	}
+	if _, ok := e.active[runID]; ok {
+		return nil
+	}
+	select {
+	case e.sem <- struct{}{}:
+	default:
+		return nil
+	}
+	ctx, cancel := context.WithCancel(e.stepCtx)
+	d := &driver{cancel: cancel}
+	e.active[runID] = d
+	e.wg.Add(1)
+	return &handOff{e: e, runID: runID, d: d, ctx: ctx}
+}
+
+// start runs the reserved driver, from first (nil: loaded from the store).
+func (h *handOff) start(first *runState) {
+	go h.e.runDriver(h.ctx, h.runID, h.d, &firstDrive{rs: first})
+}
+
+// firstDrive is what a hand-off gives its driver's first drive: a semaphore
+// slot already held, and the run's state when not nil.
+type firstDrive struct {
+	rs *runState
+}
+
+// runDriver drives runID until nobody asks for more. It owns d and one
+// count of the wait group.
+func (e *Engine) runDriver(ctx context.Context, runID string, d *driver, first *firstDrive) {
+	defer e.wg.Done()
+	defer func() { d.cancel() }()
+	// What actions keep open for this run (connections) lives as long
+	// as this driver: closed before wg.Done, so Close waits for it.
+	scope := action.NewScope()
+	defer func() {
+		if err := scope.Close(); err != nil {
+			e.log.Warn("close the run's action resources", "run_id", runID, "err", err)
 		}
 	}()
+	for {
+		var from *runState
+		if first != nil {
+			from = first.rs // the slot is held already
+			first = nil
+		} else {
+			e.sem <- struct{}{}
+		}
+		e.drive(ctx, runID, scope, from)
+		<-e.sem
+		e.mu.Lock()
+		if d.again && !e.stopping {
+			d.again = false
+			if ctx.Err() != nil {
+				// Interrupted, then scheduled again (a cancel that hands
+				// the run to its compensations): drive with a fresh context.
+				d.cancel()
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(e.stepCtx)
+				d.cancel = cancel
+			}
+			e.mu.Unlock()
+			continue
+		}
+		delete(e.active, runID)
+		e.mu.Unlock()
+		return
+	}
 }
 
 // interrupt stops the driver of a run, if any (cancel).

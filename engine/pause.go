@@ -468,6 +468,18 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	// anything else is inside a group.
 	atCursor := rs.state.Cursor < len(rs.wf.Steps) && rs.wf.Steps[rs.state.Cursor] == s
 	nested := p.StepKey != s.ID || !atCursor
+	if !nested && rs.run.ParentID == "" {
+		// The run's driver takes the answer along (one commit with what
+		// follows it), unless it is busy: then the answer is committed here.
+		if loaded, ok := e.loadedAnswer(r, stored, isSecret, rs.mask); ok {
+			if h := e.reserveDriver(rs.run.ID); h != nil {
+				if r.Answer != nil {
+					r.Answer = loaded
+				}
+				return e.continueHandOff(ctx, h, rs, sx, r, c, opts, claims, res)
+			}
+		}
+	}
 	if nested {
 		// A question inside a group: record the instance; the group goes on
 		// when the run is driven again (other pauses may remain open).
@@ -491,6 +503,62 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	}
 	e.schedule(rs.run.ID)
 	return res, nil
+}
+
+// loadedAnswer is the answer of r as a load of the run would read it back
+// (decoded from what was stored: numbers as JSON numbers, secrets opened);
+// ok is false when that cannot be done.
+func (e *Engine) loadedAnswer(r *result, stored []byte, isSecret bool, mask *secret.Masker) (any, bool) {
+	if r.Answer == nil {
+		return nil, true
+	}
+	v, err := e.openValue(stored, isSecret, mask)
+	return v, err == nil
+}
+
+// continueHandOff records a top-level answer through the run's driver,
+// reserved by h: the answer's commit is queued in a pipeline of the run's
+// state and both are handed to the driver, which goes on from there; the
+// pure steps after the answer and the next question (or whatever the
+// driver commits first) share its commit. The Continue returns once that
+// commit is done, with its outcome: a continue that lost the pause to
+// another gets "already used", as before, and nothing of it is written.
+func (e *Engine) continueHandOff(ctx context.Context, h *handOff, rs *runState, sx *stepExec, r *result, c store.Commit, opts succeedOpts, claims token.Claims, res ContinueResult) (ContinueResult, error) {
+	type outcome struct {
+		res store.CommitResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	var queuedIt bool
+	opts.queued = func(cr store.CommitResult, err error) { done <- outcome{cr, err} }
+	opts.queuedIt = &queuedIt
+	rs.ahead = newAhead(rs.run)
+	err := e.succeedStep(ctx, rs, sx, r, c, rs.state.Cursor+1, opts)
+	if !queuedIt {
+		// Nothing was queued (the record failed before its commit, which
+		// was then made, or not, the usual way): the driver starts afresh.
+		h.start(nil)
+		if errors.Is(err, store.ErrPauseClosed) {
+			return res, alreadyUsed(claims)
+		}
+		return res, err
+	}
+	h.start(rs)
+	select {
+	case out := <-done:
+		if errors.Is(out.err, store.ErrPauseClosed) {
+			return res, alreadyUsed(claims)
+		}
+		if out.err != nil {
+			return res, out.err
+		}
+		res.AnswerID = out.res.AnswerID
+		return res, nil
+	case <-ctx.Done():
+		// The driver goes on; whether the answer was recorded shows in
+		// the run (continuing again with the token says "already used").
+		return res, ctx.Err()
+	}
 }
 
 // continueNested records the answer of a pause inside a group without

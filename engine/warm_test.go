@@ -104,7 +104,9 @@ func TestWarmStateBetweenAnswers(t *testing.T) {
 	if r.Status != store.StatusSucceeded || outputs(t, r)["last"] != float64(300) {
 		t.Fatalf("run %s: %s %s", id, r.Status, r.Outputs)
 	}
-	if got := warmChecks.Load() - before; got < 4 {
-		t.Fatalf("%d loads used a kept state, want at least 4 (two per answer in this engine)", got)
+	// One per answer in this engine: the Continue's load (its driver
+	// takes the state from the Continue, with the answer queued).
+	if got := warmChecks.Load() - before; got < 2 {
+		t.Fatalf("%d loads used a kept state, want at least 2 (one per answer in this engine)", got)
 	}
 }
