@@ -12,8 +12,9 @@ import (
 const maxStreamLine = 4096
 
 // capture keeps the first limit bytes of a command's stream and forwards it
-// line by line to the run's output (whole lines: the writer masks secrets
-// per write). It never fails a write — a short write would close the pipe
+// line by line to the run's output (whole lines, or pieces of maxStreamLine
+// bytes of a longer one: the engine's writer masks secrets per line and
+// holds back the end of a piece that a secret could continue from). It never fails a write — a short write would close the pipe
 // and kill the command with SIGPIPE for printing too much.
 type capture struct {
 	limit     int64

@@ -565,7 +565,9 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 		}
 		e.bus.publish(Event{RunID: rs.run.ID, Type: EventStepStarted, StepID: s.ID, At: sx.started, Status: rs.run.Status})
 	}
-	out, err := act.Run(callCtx, actionCall(e, rs, sx, input))
+	call, flushOut := actionCall(e, rs, sx, input)
+	out, err := act.Run(callCtx, call)
+	flushOut()
 	if err != nil {
 		if ctx.Err() != nil {
 			return errInterrupted // shutdown or cancel: nothing recorded, the step runs again

@@ -170,7 +170,9 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, sx *stepExec, op work
 				callCtx, cancel = context.WithTimeout(ctx, d)
 			}
 		}
-		out, err := act.Run(callCtx, actionCall(e, rs, sx, input))
+		call, flushOut := actionCall(e, rs, sx, input)
+		out, err := act.Run(callCtx, call)
+		flushOut()
 		cancel()
 		if err == nil {
 			return toData(out), a, nil

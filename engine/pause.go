@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -793,16 +794,19 @@ func (e *Engine) Resume(ctx context.Context, runID string) (string, error) {
 	return run.Status, nil
 }
 
-func actionCall(e *Engine, rs *runState, sx *stepExec, input map[string]any) action.Call {
+// actionCall is the call of an action for one execution of a step; call
+// done when the action returned (what its output held back goes out).
+func actionCall(e *Engine, rs *runState, sx *stepExec, input map[string]any) (call action.Call, done func()) {
 	logger := slog.New(&lazyAttrs{inner: e.log.Handler(), attrs: []slog.Attr{slog.String("run_id", rs.run.ID), slog.String("step_id", sx.s.ID)}})
+	out := &maskWriter{w: e.output, mask: rs.mask}
 	return action.Call{
 		Input:          input,
 		IdempotencyKey: sx.idempotencyKey(rs.run.ID),
 		Attempt:        max(sx.attempt, 1),
 		Logger:         slogMasked(logger, rs.mask),
-		Output:         maskWriter{w: e.output, mask: rs.mask},
+		Output:         out,
 		Scope:          rs.scope,
-	}
+	}, out.flush
 }
 
 // slogMasked wraps a logger so that the run's secrets are masked.
@@ -810,17 +814,43 @@ func slogMasked(l *slog.Logger, m *secret.Masker) *slog.Logger {
 	return slog.New(secret.NewHandler(l.Handler(), m))
 }
 
-// maskWriter masks secrets in free-form action output. Masking works per
-// write, so a secret split across two writes may escape; actions write
-// whole lines.
+// maskWriter masks secrets in free-form action output. Actions write whole
+// lines; a write that does not end a line (a long line cut in pieces, as
+// the shell action forwards it) is masked with MaskStream, and the end of
+// it that a secret could begin in waits for the next write, so that a
+// secret cut across two writes is masked too.
 type maskWriter struct {
 	w    io.Writer
 	mask *secret.Masker
+	mu   sync.Mutex
+	held string // raw text held back from the last write
 }
 
-func (m maskWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(m.w, m.mask.Mask(string(p))); err != nil {
+func (m *maskWriter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	text := m.held + string(p)
+	var out string
+	if strings.HasSuffix(text, "\n") {
+		out, m.held = m.mask.Mask(text), ""
+	} else {
+		out, m.held = m.mask.MaskStream(text)
+	}
+	if out == "" {
+		return len(p), nil
+	}
+	if _, err := io.WriteString(m.w, out); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// flush writes what is held back (the action has returned).
+func (m *maskWriter) flush() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held != "" {
+		_, _ = io.WriteString(m.w, m.mask.Mask(m.held))
+		m.held = ""
+	}
 }

@@ -72,6 +72,54 @@ func (m *Masker) Len() int {
 func (m *Masker) Mask(s string) string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	return m.mask(s)
+}
+
+// MaskStream masks s, a piece of a stream that goes on (a long line cut in
+// pieces): it returns the masked text that may be let go now, and the raw
+// tail to hold back and put before the next piece — the longest end of s
+// that a secret could begin in and finish in what follows. An occurrence
+// never straddles the two. At the end of the stream, Mask the tail.
+func (m *Masker) MaskStream(s string) (masked, tail string) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	cut := len(s)
+	for _, v := range m.values {
+		// The earliest start of an end of s that v begins with.
+		for p := max(0, len(s)-len(v)+1); p < cut; p++ {
+			i := strings.IndexByte(s[p:cut], v[0])
+			if i < 0 {
+				break
+			}
+			p += i
+			if strings.HasPrefix(v, s[p:]) {
+				cut = p
+				break
+			}
+		}
+	}
+	// An occurrence that crosses the cut moves it to its start.
+	for moved := true; moved; {
+		moved = false
+		for _, v := range m.values {
+			for off := max(0, cut-len(v)+1); off < cut; {
+				i := strings.Index(s[off:], v)
+				if i < 0 || off+i >= cut {
+					break
+				}
+				if start := off + i; start+len(v) > cut {
+					cut, moved = start, true
+				} else {
+					off = start + 1
+				}
+			}
+		}
+	}
+	return m.mask(s[:cut]), s[cut:]
+}
+
+// mask is Mask for a caller that holds m.mu.
+func (m *Masker) mask(s string) string {
 	if len(m.values) == 0 || len(s) < MinMaskLen {
 		return s
 	}

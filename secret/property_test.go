@@ -88,3 +88,43 @@ func TestPropertyMaskMatchesModel(t *testing.T) {
 		}
 	})
 }
+
+// A text cut in pieces and masked piece by piece with MaskStream (each
+// piece after the tail held back from the one before, the last tail masked
+// whole) shows no secret, and a text without secrets passes unchanged.
+func TestPropertyMaskStreamHidesSecretsAcrossPieces(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		secrets := rapid.SliceOfN(rapid.StringMatching(`[abc01]{3,8}`), 1, 4).Draw(t, "secrets")
+		var b strings.Builder
+		for range rapid.IntRange(0, 10).Draw(t, "parts") {
+			b.WriteString(rapid.StringMatching(`[abc01 x]{0,6}`).Draw(t, "filler"))
+			b.WriteString(rapid.SampledFrom(secrets).Draw(t, "secret"))
+		}
+		b.WriteString(rapid.StringMatching(`[abc01 x]{0,6}`).Draw(t, "end"))
+		text := b.String()
+		m := NewMasker()
+		m.Add(secrets...)
+		var out strings.Builder
+		tail := ""
+		for rest := text; rest != ""; {
+			n := rapid.IntRange(1, max(1, len(rest))).Draw(t, "piece")
+			masked, t2 := m.MaskStream(tail + rest[:n])
+			out.WriteString(masked)
+			tail, rest = t2, rest[n:]
+		}
+		out.WriteString(m.Mask(tail))
+		got := out.String()
+		for _, s := range secrets {
+			if strings.Contains(got, s) {
+				t.Fatalf("streamed %q as %q: still contains %q", text, got, s)
+			}
+		}
+		clean := true
+		for _, s := range secrets {
+			clean = clean && !strings.Contains(text, s)
+		}
+		if clean && got != text {
+			t.Fatalf("streamed %q (no secrets in it) as %q", text, got)
+		}
+	})
+}
