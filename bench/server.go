@@ -17,11 +17,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// buildBinary builds cmd/stepwise into dir: the servers measured are the
-// binary an agent would start, not the packages in this process.
+// buildBinary builds cmd/stepwise into dir as the README builds it (a
+// static binary: CGO_ENABLED=0): the servers measured are the binary an
+// agent would start, not the packages in this process.
 func buildBinary(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "stepwise")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "stepwise.dev/stepwise/cmd/stepwise").CombinedOutput()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "stepwise.dev/stepwise/cmd/stepwise")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}

@@ -49,7 +49,9 @@ func sharedBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "stepwise")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-o", binPath, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the README builds it
+		out, err := build.CombinedOutput()
 		if err != nil {
 			binErr = &buildError{out: string(out), err: err}
 		}
