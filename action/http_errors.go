@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"stepwise.dev/stepwise/secret"
 )
 
 // httpExcerptBytes bounds the response body quoted in an error.
@@ -127,16 +129,10 @@ func secretParts(v string) []string {
 	return parts
 }
 
-// scrubbed replaces every secret in s by ***. Very short values are left
-// alone: replacing "1" everywhere would garble a message and hide nothing.
-func scrubbed(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "***")
-		}
-	}
-	return s
-}
+// scrubbed replaces every secret of the request in s by *** (as the run's
+// masker does: values from secret.MinMaskLen bytes, overlapping ones hidden
+// whole).
+func scrubbed(s string, secrets []string) string { return secret.MaskWith(s, secrets...) }
 
 // redactURL is a URL for messages: user info and the values of
 // credential-like query parameters as ***, no fragment; the rest of the

@@ -393,3 +393,11 @@ func TestHTTPInputSchema(t *testing.T) {
 func urlQuery(s string) string {
 	return strings.NewReplacer("%", "%25", "&", "%26", "+", "%2B", " ", "%20", "#", "%23", ";", "%3B").Replace(s)
 }
+
+// A request's credentials are hidden from its messages whole, even when
+// two of them overlap, and from three bytes on, as the run's masker does.
+func TestScrubbedHidesOverlappingSecrets(t *testing.T) {
+	if got := scrubbed("x abcdef y key", []string{"abcd", "cdef", "key"}); got != "x *** y ***" {
+		t.Fatalf("scrubbed: %q", got)
+	}
+}

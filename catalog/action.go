@@ -199,11 +199,4 @@ func decodeBody(contentType string, body []byte) any {
 }
 
 // masked removes the secret values of a call from a message.
-func masked(msg string, secrets []string) string {
-	if len(secrets) == 0 {
-		return msg
-	}
-	m := secret.NewMasker()
-	m.Add(secrets...)
-	return m.Mask(msg)
-}
+func masked(msg string, secrets []string) string { return secret.MaskWith(msg, secrets...) }

@@ -75,6 +75,17 @@ func (m *Masker) Mask(s string) string {
 	return m.mask(s)
 }
 
+// MaskWith masks the given values in s as a Masker holding them would (for
+// a message that must not show the credentials of one request).
+func MaskWith(s string, values ...string) string {
+	if len(values) == 0 {
+		return s
+	}
+	m := NewMasker()
+	m.Add(values...)
+	return m.mask(s)
+}
+
 // MaskStream masks s, a piece of a stream that goes on (a long line cut in
 // pieces): it returns the masked text that may be let go now, and the raw
 // tail to hold back and put before the next piece — the longest end of s
