@@ -469,9 +469,11 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	// anything else is inside a group.
 	atCursor := rs.state.Cursor < len(rs.wf.Steps) && rs.wf.Steps[rs.state.Cursor] == s
 	nested := p.StepKey != s.ID || !atCursor
-	if !nested && rs.run.ParentID == "" {
+	if !nested && rs.run.ParentID == "" && rs.state.Wait == nil {
 		// The run's driver takes the answer along (one commit with what
 		// follows it), unless it is busy: then the answer is committed here.
+		// (A run with a parent wakes it after the answer is recorded; a
+		// state with a wake-up has a timer to clear: both as before.)
 		if loaded, ok := e.loadedAnswer(r, stored, isSecret, rs.mask); ok {
 			if h := e.reserveDriver(rs.run.ID); h != nil {
 				if r.Answer != nil {
