@@ -26,7 +26,13 @@ import (
 // pure steps before a pause, a failure or the end of the run are written in
 // the same transaction.
 //
-// What a crash can lose is only queued pure steps: the run resumes from the
+// An answer given by Continue joins a pipeline too (continueHandOff): it is
+// queued with the run's state handed to the run's driver, so that the
+// answer, the pure steps after it and the next question are one commit; the
+// Continue waits for that commit, so an acknowledged answer is durable.
+//
+// What a crash can lose is only queued pure steps (and an answer whose
+// Continue has not returned): the run resumes from the
 // last durable step and computes them again. Their events reach subscribers
 // only once they are durable, and nothing that depends on them leaves the
 // engine before that, so a re-computed pure step cannot be told from the
@@ -53,8 +59,8 @@ type ahead struct {
 	// rev and eventSeq are the run's revision and event sequence after the
 	// last commit, whoever made it.
 	rev, eventSeq int64
-	// linger starts a flush of a lone queued commit that no later commit
-	// took along in time.
+	// linger starts a flush of queued commits (fewer than flushAt) that no
+	// later commit took along in time.
 	linger *time.Timer
 }
 
