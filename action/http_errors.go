@@ -30,7 +30,7 @@ func (p *httpInput) statusError(resp *http.Response, head []byte, now time.Time)
 	msg += " (expected " + p.expect.String() + ")"
 	var after time.Duration
 	if retryable {
-		if after = retryAfter(resp.Header, now); after > 0 {
+		if after = RetryAfter(resp.Header, now); after > 0 {
 			msg += "; the server asks to retry after " + after.String()
 		}
 	}
@@ -61,8 +61,10 @@ func (p *httpInput) excerptRead() int {
 	return 2*httpExcerptBytes + longest
 }
 
-// retryAfter reads Retry-After: seconds or an HTTP date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
+// RetryAfter reads a response's Retry-After (seconds or an HTTP date) as
+// the wait it asks for at now; zero when it asks for none. Actions that
+// call HTTP APIs put it in Error.RetryAfter.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0

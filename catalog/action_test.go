@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"stepwise.dev/stepwise/action"
 )
@@ -30,6 +31,7 @@ type apiServer struct {
 	got    []recorded
 	status int
 	body   string
+	header http.Header // sent with every answer
 }
 
 func newAPIServer(t *testing.T) *apiServer {
@@ -41,6 +43,9 @@ func newAPIServer(t *testing.T) *apiServer {
 		s.got = append(s.got, recorded{Method: r.Method, URI: r.RequestURI, ContentType: r.Header.Get("Content-Type"), Body: string(b),
 			Header: r.Header.Clone(), User: user, Password: pw, HasBasic: ok})
 		status, body := s.status, s.body
+		for k, vs := range s.header {
+			w.Header()[k] = vs
+		}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -290,5 +295,28 @@ func TestSecurityAlternatives(t *testing.T) {
 		if err != nil || req.Header.Get("K") != tc.header || strings.Join(missing, ",") != tc.missing {
 			t.Errorf("%v: header %q missing %v err %v", tc.security, req.Header.Get("K"), missing, err)
 		}
+	}
+}
+
+// A busy server's Retry-After reaches the engine (which waits at least that
+// long before the retry), as with the http action; 408 is worth a retry too.
+func TestOperationRetryAfter(t *testing.T) {
+	srv := newAPIServer(t)
+	acts := petstoreActions(t, srv.URL, map[string]Credential{"api_key": {Value: "$PETSTORE_KEY"}})
+	in := map[string]any{"petId": "1", "X-Trace": "t"}
+	srv.mu.Lock()
+	srv.header = http.Header{"Retry-After": {"7"}}
+	srv.mu.Unlock()
+	for _, status := range []int{429, 503, 408} {
+		srv.answer(status, `{"error": "busy"}`)
+		_, err := run(t, acts["petstore.getPet"], in)
+		ae := &action.Error{}
+		if !errors.As(err, &ae) || !ae.Retryable || ae.RetryAfter != 7*time.Second || !strings.Contains(err.Error(), "retry after 7s") {
+			t.Errorf("%d: %v (retryable %v, after %v)", status, err, ae.Retryable, ae.RetryAfter)
+		}
+	}
+	srv.answer(404, `{"error": "no"}`)
+	if _, err := run(t, acts["petstore.getPet"], in); action.Retryable(err) {
+		t.Errorf("404 with Retry-After: %v is retryable", err)
 	}
 }
