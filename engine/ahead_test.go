@@ -288,6 +288,14 @@ steps:
 	}
 	for i := range 5 {
 		p := h.pause(id)
+		// The driver that opened the pause may still be on its way out: a
+		// Continue then commits the answer itself (two commits, as before).
+		waitFor(t, func() bool {
+			h.eng.mu.Lock()
+			defer h.eng.mu.Unlock()
+			_, busy := h.eng.active[id]
+			return !busy
+		})
 		c0 := h.store.Stats().Commits
 		if _, err := h.eng.Continue(context.Background(), p.Token, i); err != nil {
 			t.Fatal(err)
