@@ -502,9 +502,9 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	// before Continue returns, so that reading a parent shows it running.
 	e.wakeParent(ctx, rs)
 	if !nested && e.asLoaded(rs, s.ID, r, stored, isSecret) {
-		e.keep(rs) // the driver goes on from here
+		e.keep(rs) // the driver goes on from here: rs is not ours any more
 	}
-	e.schedule(rs.run.ID)
+	e.schedule(claims.RunID)
 	return res, nil
 }
 
