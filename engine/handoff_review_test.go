@@ -2,11 +2,92 @@ package engine
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"stepwise.dev/stepwise/store"
 )
+
+// gateAnswer holds the commit that closes a pause at the store's door until
+// the test lets it through (arrived is closed when it got there).
+type gateAnswer struct {
+	store.Store
+	once    sync.Once
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func (s *gateAnswer) set(db store.Store) { s.Store = db }
+
+func (s *gateAnswer) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	if c.ClosePause != nil {
+		s.once.Do(func() { close(s.arrived) })
+		<-s.release
+	}
+	return s.Store.Commit(ctx, c)
+}
+
+// A Continue that loses its pause to a Cancel of the run says "already
+// used", as before the answer rode along with the driver: the Cancel stops
+// the run's driver (whose commit carries the answer), and that stop is not
+// the Continue's failure.
+func TestReviewContinueLosingToCancelSaysAlreadyUsed(t *testing.T) {
+	was := lingerFor
+	t.Cleanup(func() { lingerFor = was })
+	lingerFor = time.Minute // the answer goes with the driver's next commit, not a flush on its own
+	gate := &gateAnswer{arrived: make(chan struct{}), release: make(chan struct{})}
+	eng, db := openWith(t, filepath.Join(t.TempDir(), "t.db"), gate)
+	defer db.Close()
+	defer eng.Close(context.Background())
+	id := startOn(t, eng, `version: 1
+name: cancel-race
+steps:
+  - id: q
+    ask: {prompt: "N?", type: integer}
+  - id: say
+    uses: log
+    with: {message: "${{ steps.q.answer }}"}
+`)
+	if st := awaitOn(t, eng, id); st != store.StatusWaiting {
+		t.Fatalf("status %s", st)
+	}
+	ps, err := eng.Pauses(context.Background(), id)
+	if err != nil || len(ps) != 1 {
+		t.Fatal(ps, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Continue(context.Background(), ps[0].Token, 7)
+		done <- err
+	}()
+	select {
+	case <-gate.arrived: // the answer's commit is at the store, not yet written
+	case <-time.After(30 * time.Second):
+		t.Fatal("the answer's commit never reached the store")
+	}
+	if err := eng.Cancel(context.Background(), id, "changed my mind", false); err != nil {
+		t.Fatal(err)
+	}
+	close(gate.release)
+	var cerr error
+	select {
+	case cerr = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Continue did not return")
+	}
+	if CodeOf(cerr) != CodeTokenAlreadyUsed {
+		t.Fatalf("Continue that lost the pause to a Cancel returned %v, want %s", cerr, CodeTokenAlreadyUsed)
+	}
+	run, err := db.GetRun(context.Background(), id)
+	if err != nil || run.Status != store.StatusCanceled {
+		t.Fatalf("run %s %v, want canceled", run.Status, err)
+	}
+	if answers, _ := db.Answers(context.Background(), id); len(answers) != 0 {
+		t.Fatalf("%d answers recorded for a Continue that lost", len(answers))
+	}
+}
 
 const reviewLoop = `version: 1
 name: loop

@@ -552,6 +552,13 @@ func (e *Engine) continueHandOff(ctx context.Context, h *handOff, rs *runState, 
 		if errors.Is(out.err, store.ErrPauseClosed) {
 			return res, alreadyUsed(claims)
 		}
+		if out.err != nil && ctx.Err() == nil && (errors.Is(out.err, context.Canceled) || errors.Is(out.err, context.DeadlineExceeded)) {
+			// The driver was stopped (a Cancel of the run, the engine's
+			// shutdown) before the commit that carries the answer, which
+			// wrote nothing: not this Continue's failure. Read the pause
+			// again, as after a conflict (a canceled pause: "already used").
+			return res, fmt.Errorf("continue %s: the run's driver stopped: %w", claims.RunID, store.ErrConflict)
+		}
 		if out.err != nil {
 			return res, out.err
 		}
