@@ -39,12 +39,32 @@ type Call struct {
 	// step, and masking secrets).
 	Logger *slog.Logger
 	// Output receives free-form text output (progress, command output); it
-	// is never stdout of the server.
+	// is never stdout of the server. An action that writes several streams
+	// at once (a command's stdout and stderr) writes each through its own
+	// StreamOf(Output).
 	Output io.Writer
 	// Scope keeps what the action may reuse in later steps of the same run
 	// (connections) and is closed when the engine's driver for the run
 	// exits. It may be nil (a call outside a driver).
 	Scope *Scope
+}
+
+// Streams is implemented by an Output that keeps state between writes
+// (the engine's holds back the end of a piece of a long line that a secret
+// could continue in the next piece): Stream returns a writer for one of
+// several streams written at once, so that a piece of one is never taken
+// for the continuation of another's.
+type Streams interface {
+	Stream() io.Writer
+}
+
+// StreamOf returns a writer for one stream of w: w's Stream when w is a
+// Streams, else w itself.
+func StreamOf(w io.Writer) io.Writer {
+	if s, ok := w.(Streams); ok {
+		return s.Stream()
+	}
+	return w
 }
 
 // Action is an executable kind of automated step.

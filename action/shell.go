@@ -138,8 +138,8 @@ func (s Shell) execute(parent context.Context, c Call, r *shellRun, path, dir st
 		cmd.Stdin = strings.NewReader(*r.stdin)
 	} // else /dev/null: never the server's stdin
 	var mu sync.Mutex // both streams forward lines to one writer
-	stdout := newCapture(r.maxOutput, c.Output, &mu)
-	stderr := newCapture(r.maxOutput, c.Output, &mu)
+	stdout := newCapture(r.maxOutput, StreamOf(c.Output), &mu)
+	stderr := newCapture(r.maxOutput, StreamOf(c.Output), &mu)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	killGroup(cmd)
 	cmd.WaitDelay = waitDelay

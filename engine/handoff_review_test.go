@@ -2,12 +2,20 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // gateAnswer holds the commit that closes a pause at the store's door until
@@ -191,4 +199,61 @@ func itoa(n int) string {
 		return string(rune('0' + n))
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// lockedBuffer is the engine's action output for a test: writes may come
+// from the goroutines of a command's two streams.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A secret that the shell action forwards in two pieces of a long stdout
+// line is masked even when a stderr line of the same command is forwarded
+// between the pieces: the two streams reach the run's output through one
+// action call, and the end held back from one stream's piece must not go
+// out with the other stream's line.
+func TestReviewSecretCutAcrossPiecesWithTheOtherStreamBetween(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("sh")
+	}
+	const s3 = "s3cr3t-v4lue"
+	ws, err := action.OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuffer{}
+	e := &Engine{log: slog.New(slog.NewTextHandler(io.Discard, nil)), output: out}
+	rs := &runState{run: store.Run{ID: "r"}, mask: secret.NewMasker()}
+	rs.mask.Add(s3)
+	sx := &stepExec{s: &workflow.Step{ID: "cmd"}, key: "cmd", visit: 1, attempt: 1, iteration: 1}
+	// stdout: a 4 KB piece ending in the secret's start, then (after a
+	// line on stderr) the rest of the line.
+	script := fmt.Sprintf("printf '%%s' '%s%s'; sleep 0.5; echo oops >&2; sleep 0.5; echo '%s end'",
+		strings.Repeat("x", 4096-4), s3[:4], s3[4:])
+	call, flush := actionCall(e, rs, sx, map[string]any{"command": "sh", "args": []any{"-c", script}})
+	if _, err := action.NewShell(ws, action.ShellPolicy{Enabled: true}).Run(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+	flush()
+	got := out.String()
+	if strings.Contains(got, s3[:4]) || strings.Contains(got, s3[4:]) {
+		t.Fatalf("the secret's pieces reached the output: %q", got[4000:])
+	}
+	want := strings.Repeat("x", 4096-4) + secret.Redacted + " end\n"
+	if strings.ReplaceAll(got, "oops\n", "") != want || strings.Count(got, "oops\n") != 1 {
+		t.Fatalf("output %q, want the stdout line %q and the stderr line", got[4000:], want[4000:])
+	}
 }

@@ -828,11 +828,29 @@ func slogMasked(l *slog.Logger, m *secret.Masker) *slog.Logger {
 // the shell action forwards it) is masked with MaskStream, and the end of
 // it that a secret could begin in waits for the next write, so that a
 // secret cut across two writes is masked too.
+//
+// Each stream of an action that writes several at once (a command's stdout
+// and stderr) has its own maskWriter (Stream): what one holds back must not
+// go out with the other's next line.
 type maskWriter struct {
 	w    io.Writer
 	mask *secret.Masker
 	mu   sync.Mutex
 	held string // raw text held back from the last write
+	// streams are the writers Stream gave out, flushed with this one.
+	streams []*maskWriter
+}
+
+var _ action.Streams = (*maskWriter)(nil)
+
+// Stream implements action.Streams: a writer for one stream of the
+// action's output, with its own held-back text.
+func (m *maskWriter) Stream() io.Writer {
+	s := &maskWriter{w: m.w, mask: m.mask}
+	m.mu.Lock()
+	m.streams = append(m.streams, s)
+	m.mu.Unlock()
+	return s
 }
 
 func (m *maskWriter) Write(p []byte) (int, error) {
@@ -854,12 +872,17 @@ func (m *maskWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// flush writes what is held back (the action has returned).
+// flush writes what is held back, its streams' too (the action has
+// returned).
 func (m *maskWriter) flush() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.held != "" {
 		_, _ = io.WriteString(m.w, m.mask.Mask(m.held))
 		m.held = ""
+	}
+	streams := m.streams
+	m.mu.Unlock()
+	for _, s := range streams {
+		s.flush()
 	}
 }
