@@ -257,3 +257,27 @@ func TestReviewSecretCutAcrossPiecesWithTheOtherStreamBetween(t *testing.T) {
 		t.Fatalf("output %q, want the stdout line %q and the stderr line", got[4000:], want[4000:])
 	}
 }
+
+// A secret of several lines (a key, a certificate) that an action prints
+// line by line, one write each, is masked as a whole, as Mask masks it in
+// the whole text.
+func TestReviewMultiLineSecretWrittenLineByLine(t *testing.T) {
+	const key = "-----BEGIN KEY-----\nMIIEv9Q2lbDq\n-----END KEY-----"
+	m := secret.NewMasker()
+	m.Add(key)
+	text := "key:\n" + key + "\ndone\n"
+	var buf strings.Builder
+	w := &maskWriter{w: &buf, mask: m}
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if line == "" {
+			continue
+		}
+		if _, err := w.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.flush()
+	if got, want := buf.String(), m.Mask(text); got != want {
+		t.Fatalf("wrote %q, want %q", got, want)
+	}
+}

@@ -824,10 +824,10 @@ func slogMasked(l *slog.Logger, m *secret.Masker) *slog.Logger {
 }
 
 // maskWriter masks secrets in free-form action output. Actions write whole
-// lines; a write that does not end a line (a long line cut in pieces, as
-// the shell action forwards it) is masked with MaskStream, and the end of
-// it that a secret could begin in waits for the next write, so that a
-// secret cut across two writes is masked too.
+// lines, or pieces of a long one (as the shell action forwards it); every
+// write is masked with MaskStream, and the end of it that a secret could
+// begin in waits for the next write, so that a secret cut across two
+// writes (a piece of a line, or a secret of several lines) is masked too.
 //
 // Each stream of an action that writes several at once (a command's stdout
 // and stderr) has its own maskWriter (Stream): what one holds back must not
@@ -856,13 +856,10 @@ func (m *maskWriter) Stream() io.Writer {
 func (m *maskWriter) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	text := m.held + string(p)
-	var out string
-	if strings.HasSuffix(text, "\n") {
-		out, m.held = m.mask.Mask(text), ""
-	} else {
-		out, m.held = m.mask.MaskStream(text)
-	}
+	// A line's end holds nothing back unless a secret goes on past it (a
+	// secret of several lines, printed line by line).
+	out, held := m.mask.MaskStream(m.held + string(p))
+	m.held = held
 	if out == "" {
 		return len(p), nil
 	}
