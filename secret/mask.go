@@ -109,30 +109,58 @@ func (m *Masker) MaskStream(s string) (masked, tail string) {
 			}
 		}
 	}
-	// An occurrence that crosses the cut moves it to its start.
-	for moved := true; moved; {
-		moved = false
-		for _, v := range m.values {
-			for off := max(0, cut-len(v)+1); off < cut; {
-				i := strings.Index(s[off:], v)
-				if i < 0 || off+i >= cut {
-					break
-				}
-				if start := off + i; start+len(v) > cut {
-					cut, moved = start, true
-				} else {
-					off = start + 1
-				}
-			}
+	// Hidden text that crosses the cut (occurrences that overlap or touch,
+	// as Mask joins them) moves it to where that text starts.
+	hidden := m.hidden(s)
+	for _, h := range hidden {
+		if h.start < cut && cut < h.end {
+			cut = h.start
+			break
 		}
 	}
-	return m.mask(s[:cut]), s[cut:]
+	if len(s)-cut > maxHeld {
+		// A run of overlapping occurrences this long (a secret like
+		// "aaa" in a long line of a's) is masked in pieces rather than
+		// held, so that memory and time stay bounded.
+		return render(s, hidden), ""
+	}
+	// The ranges before the cut are those of s[:cut]: none crosses it.
+	n := 0
+	for n < len(hidden) && hidden[n].end <= cut {
+		n++
+	}
+	return render(s[:cut], hidden[:n]), s[cut:]
 }
 
+// maxHeld bounds the text MaskStream holds back: a secret longer than it
+// may show across two pieces.
+const maxHeld = 16 << 10 // more than the longest usual secret (a PEM key is 2–4 KB)
+
 // mask is Mask for a caller that holds m.mu.
-func (m *Masker) mask(s string) string {
-	if len(m.values) == 0 || len(s) < MinMaskLen {
+func (m *Masker) mask(s string) string { return render(s, m.hidden(s)) }
+
+// render is s with each hidden range replaced by Redacted.
+func render(s string, hidden []span) string {
+	if len(hidden) == 0 {
 		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	pos := 0 // s[:pos] has been written
+	for _, h := range hidden {
+		b.WriteString(s[pos:h.start])
+		b.WriteString(Redacted)
+		pos = h.end
+	}
+	b.WriteString(s[pos:])
+	return b.String()
+}
+
+// hidden returns the byte ranges of s that Mask replaces, in order: every
+// occurrence of every value, those that overlap or touch joined.
+func (m *Masker) hidden(s string) []span {
+	if len(m.values) == 0 || len(s) < MinMaskLen {
+		return nil
 	}
 	var spans []span
 	for _, v := range m.values { // longest first: the longest match at a position is found first
@@ -150,23 +178,18 @@ func (m *Masker) mask(s string) string {
 		}
 	}
 	if len(spans) == 0 {
-		return s
+		return nil
 	}
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	var b strings.Builder
-	b.Grow(len(s))
-	pos := 0 // s[:pos] has been written
+	joined := spans[:0] // in place: each joined span ends before the next unread one starts
 	for i := 0; i < len(spans); {
 		start, end := spans[i].start, spans[i].end
 		for i++; i < len(spans) && spans[i].start <= end; i++ {
 			end = max(end, spans[i].end)
 		}
-		b.WriteString(s[pos:start])
-		b.WriteString(Redacted)
-		pos = end
+		joined = append(joined, span{start, end})
 	}
-	b.WriteString(s[pos:])
-	return b.String()
+	return joined
 }
 
 // span is the byte range [start, end) of one occurrence.

@@ -168,3 +168,26 @@ func TestMaskError(t *testing.T) {
 		t.Fatal("MaskError(nil) != nil")
 	}
 }
+
+// A long run of overlapping occurrences (the secret "aaa" in a line of a's)
+// is not held back whole: MaskStream holds at most maxHeld bytes, and what
+// it lets go still shows none of the secret.
+func TestMaskStreamBoundsWhatItHolds(t *testing.T) {
+	m := NewMasker()
+	m.Add("aaa")
+	piece := strings.Repeat("a", 4096)
+	var out strings.Builder
+	tail := ""
+	for range 64 { // 256 KB
+		masked, t2 := m.MaskStream(tail + piece)
+		if len(t2) > maxHeld {
+			t.Fatalf("held %d bytes, more than %d", len(t2), maxHeld)
+		}
+		out.WriteString(masked)
+		tail = t2
+	}
+	out.WriteString(m.Mask(tail))
+	if got := out.String(); strings.Contains(got, "a") {
+		t.Fatalf("streamed output shows %d a's", strings.Count(got, "a"))
+	}
+}
