@@ -290,12 +290,7 @@ steps:
 		p := h.pause(id)
 		// The driver that opened the pause may still be on its way out: a
 		// Continue then commits the answer itself (two commits, as before).
-		waitFor(t, func() bool {
-			h.eng.mu.Lock()
-			defer h.eng.mu.Unlock()
-			_, busy := h.eng.active[id]
-			return !busy
-		})
+		driverGone(t, h.eng, id)
 		c0 := h.store.Stats().Commits
 		if _, err := h.eng.Continue(context.Background(), p.Token, i); err != nil {
 			t.Fatal(err)
@@ -402,4 +397,16 @@ steps:
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = eng.Close(ctx) // without the grace the long step would use up
+}
+
+// driverGone waits until no driver of eng holds the run: the one that
+// opened a pause has kept its state and left.
+func driverGone(t *testing.T, eng *Engine, id string) {
+	t.Helper()
+	waitFor(t, func() bool {
+		eng.mu.Lock()
+		defer eng.mu.Unlock()
+		_, busy := eng.active[id]
+		return !busy
+	})
 }
