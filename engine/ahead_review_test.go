@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -110,18 +109,7 @@ steps:
 			t.Skip("the linger flush always came first")
 		}
 		ctx := context.Background()
-		run, err := db.GetRun(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps, err := db.Steps(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st State
-		if err := json.Unmarshal(run.State, &st); err != nil {
-			t.Fatal(err)
-		}
+		run, steps, st := stored(t, db, id)
 		if st.Cursor != len(steps) {
 			t.Fatalf("stored run %s at cursor %d with %d step rows: something was written on top of the lost step a1", run.Status, st.Cursor, len(steps))
 		}
@@ -138,7 +126,7 @@ steps:
 		if st := awaitOn(t, eng2, id); st != store.StatusWaiting {
 			t.Fatalf("status %s, want waiting", st)
 		}
-		steps, err = db2.Steps(ctx, id)
+		steps, err := db2.Steps(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

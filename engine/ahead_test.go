@@ -224,19 +224,7 @@ func TestFailedPipelineCommitLosesNothing(t *testing.T) {
 	if c := s.commits.Load(); c != s.failAt {
 		t.Fatalf("%d commits: the driver went on writing after commit %d failed", c, s.failAt)
 	}
-	ctx := context.Background()
-	run, err := db.GetRun(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps, err := db.Steps(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st State
-	if err := json.Unmarshal(run.State, &st); err != nil {
-		t.Fatal(err)
-	}
+	run, steps, st := stored(t, db, id)
 	if run.Status != store.StatusRunning || st.Cursor != len(steps) || len(steps) == 0 || len(steps) >= n {
 		t.Fatalf("stored run %s at cursor %d with %d step rows: want running, the cursor after the last of some (not all) rows", run.Status, st.Cursor, len(steps))
 	}
@@ -251,7 +239,7 @@ func TestFailedPipelineCommitLosesNothing(t *testing.T) {
 	eng2, db2 := openSlow(t, path, again)
 	defer db2.Close()
 	defer eng2.Close(context.Background())
-	if n, err := eng2.Recover(ctx); err != nil || n != 1 {
+	if n, err := eng2.Recover(context.Background()); err != nil || n != 1 {
 		t.Fatalf("recover: %d runs, %v", n, err)
 	}
 	if st := awaitOn(t, eng2, id); st != store.StatusSucceeded {
@@ -409,4 +397,23 @@ func driverGone(t *testing.T, eng *Engine, id string) {
 		_, busy := eng.active[id]
 		return !busy
 	})
+}
+
+// stored reads a run's row, its step rows and its state from db.
+func stored(t *testing.T, db store.Store, id string) (store.Run, []store.Step, State) {
+	t.Helper()
+	ctx := context.Background()
+	run, err := db.GetRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := db.Steps(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := json.Unmarshal(run.State, &st); err != nil {
+		t.Fatal(err)
+	}
+	return run, steps, st
 }
