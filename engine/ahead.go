@@ -78,9 +78,9 @@ type queued struct {
 const flushAt = 4
 
 // lingerFor is how long queued commits (fewer than flushAt) wait for the
-// next commit to take them along before they are flushed on their own: long enough for the step
-// after a switch to open its question, short enough that a long pure step
-// (a delay) does not hide the one before it.
+// next commit to take them along before they are flushed on their own: long
+// enough for the step after a switch to open its question, short enough
+// that a long pure step (a delay) does not hide the one before it.
 var lingerFor = 2 * time.Millisecond // a variable for tests that count commits
 
 func newAhead(run store.Run) *ahead {
@@ -148,14 +148,7 @@ func (e *Engine) enqueue(ctx context.Context, rs *runState, c store.Commit, next
 		}
 	}
 	a.mu.Unlock()
-	rs.run.State = state
-	if c.Run.Status != "" {
-		rs.run.Status = c.Run.Status
-	}
-	rs.state = next
-	for _, st := range c.Steps {
-		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
-	}
+	rs.follow(state, c.Run, next, c.Steps)
 	return nil
 }
 

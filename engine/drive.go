@@ -275,13 +275,9 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 		return err
 	}
 	c.Run.State = state
-	own := c.Steps
-	queuedEvents := 0
-	if len(queue) > 0 {
-		queuedEvents = len(c.Events)
-		c = merged(queue, c)
-		queuedEvents = len(c.Events) - queuedEvents
-	}
+	own, ownEvents := c.Steps, len(c.Events)
+	c = merged(queue, c)
+	queuedEvents := len(c.Events) - ownEvents
 	c.RunID = rs.run.ID
 	c.Rev = rs.run.Rev
 	c.EventSeq = rs.run.EventSeq // spares the store reading it back
@@ -303,24 +299,12 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 	if rs.ahead != nil {
 		rs.ahead.committed(rs.run)
 	}
-	rs.run.State = state
 	rs.lastAnswerID = res.AnswerID
-	if c.Run.Status != "" {
-		rs.run.Status = c.Run.Status
-	}
-	if len(c.Run.Error) > 0 {
-		rs.run.Error = c.Run.Error
-	}
-	rs.state = next
-	for _, st := range own {
-		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
-	}
-	if queuedEvents > 0 {
-		e.publish(rs.run.ID, store.StatusRunning, c.Events[:queuedEvents], res.EventSeqs)
-		e.publish(rs.run.ID, rs.run.Status, c.Events[queuedEvents:], res.EventSeqs[min(queuedEvents, len(res.EventSeqs)):])
-	} else {
-		e.publish(rs.run.ID, rs.run.Status, c.Events, res.EventSeqs)
-	}
+	rs.follow(state, c.Run, next, own)
+	// The queue's events come first; the run was running when they happened.
+	split := min(queuedEvents, len(res.EventSeqs))
+	e.publish(rs.run.ID, store.StatusRunning, c.Events[:queuedEvents], res.EventSeqs[:split])
+	e.publish(rs.run.ID, rs.run.Status, c.Events[queuedEvents:], res.EventSeqs[split:])
 	if len(c.SetTimers) > 0 {
 		e.wakeTimers()
 	}
@@ -335,7 +319,26 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 	return nil
 }
 
+// follow makes the in-memory run what a commit recorded: its state, its
+// run update and the steps it recorded (for compensation in reverse).
+func (rs *runState) follow(state json.RawMessage, u store.RunUpdate, next State, steps []store.Step) {
+	rs.run.State = state
+	if u.Status != "" {
+		rs.run.Status = u.Status
+	}
+	if len(u.Error) > 0 {
+		rs.run.Error = u.Error
+	}
+	rs.state = next
+	for _, st := range steps {
+		rs.done = append(rs.done, doneStep{key: st.Key, stepID: st.StepID, status: st.Status, visit: st.Visit})
+	}
+}
+
 func (e *Engine) publish(runID, status string, events []store.Event, seqs []int64) {
+	if len(events) == 0 {
+		return
+	}
 	out := make([]Event, len(events))
 	for i, ev := range events {
 		out[i] = Event{RunID: runID, Type: ev.Type, StepID: ev.StepID, Data: ev.Data, At: ev.At, Status: status}
