@@ -211,11 +211,18 @@ func (e *Engine) schedule(runID string) {
 		d.again = true
 		return
 	}
+	ctx, d := e.registerLocked(runID)
+	go e.runDriver(ctx, runID, d, nil, false)
+}
+
+// registerLocked makes a new driver the run's, counted by the wait group;
+// the caller holds e.mu and starts it.
+func (e *Engine) registerLocked(runID string) (context.Context, *driver) {
 	ctx, cancel := context.WithCancel(e.stepCtx)
 	d := &driver{cancel: cancel}
 	e.active[runID] = d
 	e.wg.Add(1)
-	go e.runDriver(ctx, runID, d, nil)
+	return ctx, d
 }
 
 // handOff is the driver of a run reserved by a Continue that hands it the
@@ -246,27 +253,19 @@ func (e *Engine) reserveDriver(runID string) *handOff {
 	default:
 		return nil
 	}
-	ctx, cancel := context.WithCancel(e.stepCtx)
-	d := &driver{cancel: cancel}
-	e.active[runID] = d
-	e.wg.Add(1)
+	ctx, d := e.registerLocked(runID)
 	return &handOff{e: e, runID: runID, d: d, ctx: ctx}
 }
 
 // start runs the reserved driver, from first (nil: loaded from the store).
 func (h *handOff) start(first *runState) {
-	go h.e.runDriver(h.ctx, h.runID, h.d, &firstDrive{rs: first})
-}
-
-// firstDrive is what a hand-off gives its driver's first drive: a semaphore
-// slot already held, and the run's state when not nil.
-type firstDrive struct {
-	rs *runState
+	go h.e.runDriver(h.ctx, h.runID, h.d, first, true)
 }
 
 // runDriver drives runID until nobody asks for more. It owns d and one
-// count of the wait group.
-func (e *Engine) runDriver(ctx context.Context, runID string, d *driver, first *firstDrive) {
+// count of the wait group. The first drive starts from from when it is not
+// nil; slotHeld says its semaphore slot is taken already (a hand-off).
+func (e *Engine) runDriver(ctx context.Context, runID string, d *driver, from *runState, slotHeld bool) {
 	defer e.wg.Done()
 	defer func() { d.cancel() }()
 	// What actions keep open for this run (connections) lives as long
@@ -278,14 +277,11 @@ func (e *Engine) runDriver(ctx context.Context, runID string, d *driver, first *
 		}
 	}()
 	for {
-		var from *runState
-		if first != nil {
-			from = first.rs // the slot is held already
-			first = nil
-		} else {
+		if !slotHeld {
 			e.sem <- struct{}{}
 		}
 		e.drive(ctx, runID, scope, from)
+		from, slotHeld = nil, false
 		<-e.sem
 		e.mu.Lock()
 		if d.again && !e.stopping {
