@@ -80,12 +80,9 @@ func (e *Engine) takeWarm(ctx context.Context, id string) (*runState, store.Run,
 // numbers, secrets opened), so that the state kept for the driver is the
 // one it would load. It reports whether it could.
 func (e *Engine) asLoaded(rs *runState, stepID string, r *result, stored []byte, isSecret bool) bool {
-	if r.Answer == nil {
-		return true
-	}
-	v, err := e.openValue(stored, isSecret, rs.mask)
-	if err != nil {
-		return false
+	v, ok := e.loadedAnswer(r, stored, isSecret, rs.mask)
+	if !ok || r.Answer == nil {
+		return ok
 	}
 	r.Answer = v
 	rs.record(stepID, r)
