@@ -94,14 +94,19 @@ func TestServerFigures(t *testing.T) {
 		h := home("toolcall")
 		for _, transport := range []string{"stdio", "http"} {
 			start, startPeer := func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) }
+			floor := func(ctx context.Context, result any, n int) (Load, Load, error) { return floorLoads(ctx, t.TempDir(), result, n) }
 			if transport == "http" {
 				start, startPeer = func(ctx context.Context) (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return peer.http(ctx) }
+				floor = nil
 			}
-			f, err := toolcall(ctx, "toolcall_"+transport, transport, sz.Calls, start, startPeer)
+			f, err := toolcall(ctx, "toolcall_"+transport, transport, sz.Calls, start, startPeer, floor)
 			if err != nil {
 				t.Fatal(err)
 			}
 			finitePositive(t, f)
+			if hasFloor := strings.Contains(f.detail, "the floor ("); hasFloor != (floor != nil) || strings.Contains(f.detail, "floor server:") {
+				t.Errorf("%s: floor measured %v, want %v (%s)", f.Name, hasFloor, floor != nil, f.detail)
+			}
 			if peer.Available() != (f.Ratio != nil) {
 				t.Errorf("%s: peer available %v but ratio %v (%s)", f.Name, peer.Available(), f.Ratio, f.detail)
 			}
@@ -110,7 +115,7 @@ func TestServerFigures(t *testing.T) {
 		// no ratio.
 		gone := &Peer{reason: "node not found"}
 		f, err := toolcall(ctx, "toolcall_stdio", "stdio", sz.Calls,
-			func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return gone.stdio(ctx) })
+			func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return gone.stdio(ctx) }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,5 +189,20 @@ func TestJSONShape(t *testing.T) {
 	}
 	if got[1]["ratio"] != 2.0 || g.Result() != "missed" {
 		t.Errorf("spawn 30 ms against 15: %v, %s", got[1], g.Result())
+	}
+}
+
+func TestOnlySelectsByPrefix(t *testing.T) {
+	r := &runner{only: splitList(" toolcall, continue_stdio_p99,,")}
+	for name, want := range map[string]bool{"toolcall_stdio": true, "toolcall_http": true, "steps_serial_full": false, "spawn_ms": false} {
+		if got := r.selected(name); got != want {
+			t.Errorf("selected(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if !r.selected("continue_stdio_p50_ms", "continue_stdio_p99_ms") {
+		t.Error("a pair is measured when either of its figures is selected")
+	}
+	if all := (&runner{}); !all.selected("anything") {
+		t.Error("without -only every figure is measured")
 	}
 }

@@ -29,12 +29,17 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == floorFlag {
+		floorMain(os.Args[2])
+		return
+	}
 	var quick, full, smoke, asJSON bool
-	var profileDir string
+	var profileDir, only string
 	flag.BoolVar(&quick, "quick", false, "reduced sizes (default)")
 	flag.BoolVar(&full, "full", false, "the issue's sizes: 10,000 waiting runs, 100,000 stored runs")
 	flag.BoolVar(&smoke, "smoke", false, "the smallest sizes: proves that every measurement works, says nothing about speed")
 	flag.BoolVar(&asJSON, "json", false, "print the figures as a JSON array")
+	flag.StringVar(&only, "only", "", "measure only the figures whose names start with one of these comma-separated prefixes (e.g. toolcall,continue)")
 	flag.StringVar(&profileDir, "cpuprofile", "", "instead of the figures, write CPU profiles of the step loops and of run_get over stdio into this directory")
 	flag.Parse()
 	sz := quickSizes
@@ -56,7 +61,7 @@ func main() {
 		return
 	}
 	env := describe(sz)
-	figs, err := measure(ctx, sz, os.Stderr)
+	figs, err := measure(ctx, sz, splitList(only), os.Stderr)
 	env.LoadAfter = loadAverage()
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
@@ -75,13 +80,13 @@ func main() {
 // figures in the order of the issue. A measurement that fails leaves its
 // figures at zero with the error as their detail; the first error is
 // returned after all have run.
-func measure(ctx context.Context, sz Sizes, progress io.Writer) ([]Figure, error) {
+func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) ([]Figure, error) {
 	tmp, err := os.MkdirTemp("", "stepwise-bench-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	r := &runner{progress: progress}
+	r := &runner{progress: progress, only: only}
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return nil, err
@@ -133,13 +138,16 @@ func measure(ctx context.Context, sz Sizes, progress io.Writer) ([]Figure, error
 		h := home("toolcall-stdio")
 		return toolcall(ctx, "toolcall_stdio", "stdio", sz.Calls,
 			func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) },
-			func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) })
+			func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) },
+			func(ctx context.Context, result any, n int) (Load, Load, error) {
+				return floorLoads(ctx, tmp, result, n)
+			})
 	})
 	r.one("toolcall_http", func() (Figure, error) {
 		h := home("toolcall-http")
 		return toolcall(ctx, "toolcall_http", "streamable HTTP", sz.Calls,
 			func(ctx context.Context) (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) },
-			func(ctx context.Context) (*Session, error) { return peer.http(ctx) })
+			func(ctx context.Context) (*Session, error) { return peer.http(ctx) }, nil)
 	})
 	r.two("spawn_ms", "idle_rss_mb", func() (Figure, Figure, error) {
 		return spawnFigures(ctx, bin, home("spawn"), d, sz.Spawns, peer)
@@ -162,6 +170,7 @@ const serverDurability = "normal"
 // keeping the first error.
 type runner struct {
 	progress io.Writer
+	only     []string // prefixes of the figures to measure (none: all)
 	figs     []Figure
 	err      error
 }
@@ -172,8 +181,37 @@ func (r *runner) fail(err error) {
 	}
 }
 
+// selected reports whether any of names is to be measured.
+func (r *runner) selected(names ...string) bool {
+	if len(r.only) == 0 {
+		return true
+	}
+	for _, n := range names {
+		for _, p := range r.only {
+			if strings.HasPrefix(n, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
 func (r *runner) one(name string, fn func() (Figure, error)) Figure {
 	var f Figure
+	if !r.selected(name) {
+		return f
+	}
 	r.timed(name, func() error {
 		var err error
 		f, err = fn()
@@ -185,6 +223,9 @@ func (r *runner) one(name string, fn func() (Figure, error)) Figure {
 }
 
 func (r *runner) two(a, b string, fn func() (Figure, Figure, error)) {
+	if !r.selected(a, b) {
+		return
+	}
 	r.timed(a+", "+b, func() error {
 		f, g, err := fn()
 		f.Name, g.Name = a, b

@@ -33,11 +33,14 @@ func toolLoads(ctx context.Context, cs *Session, id string, n int) (seq, par Loa
 // toolcall measures tools/call of run_get on a waiting run of stepwise
 // over one transport, beside the same calls to the TypeScript peer's
 // trivial tool over the same transport, from the same Go client.
-// start starts stepwise; startPeer starts the peer.
+// start starts stepwise; startPeer starts the peer; floor, when not nil,
+// measures the same loads against a server that answers stepwise's
+// run_get result without doing anything (see floorServe).
 func toolcall(ctx context.Context, name, transport string, n int,
-	start func(context.Context) (*Session, error), startPeer func(context.Context) (*Session, error)) (Figure, error) {
+	start func(context.Context) (*Session, error), startPeer func(context.Context) (*Session, error),
+	floor func(ctx context.Context, result any, n int) (seq, par Load, err error)) (Figure, error) {
 	f := Figure{Name: name, Unit: "calls/s"}
-	seq, par, protocol, err := stepwiseLoads(ctx, start, n)
+	seq, par, protocol, result, err := stepwiseLoads(ctx, start, n)
 	if err != nil {
 		return f, err
 	}
@@ -64,10 +67,28 @@ func toolcall(ctx context.Context, name, transport string, n int,
 			peerSeq, inFlight, par, peerPar, parRatio)
 		f.detail += onPeerProtocol(ctx, protocol, peerProtocol, n, start, peerSeq, peerPar)
 	}
+	if floor != nil {
+		f.detail += floorDetail(ctx, floor, result, n, peerSeq, peerPar, peerErr == nil)
+	}
 	f.target = Target{Text: "≥ 1.5× TS (sequential and 8 in flight)", met: func(f Figure) bool {
 		return f.Ratio != nil && *f.Ratio >= 1.5 && parRatio >= 1.5
 	}}
 	return f, nil
+}
+
+// floorDetail measures the floor server and says what it achieved, beside
+// the peer's figures when there are some.
+func floorDetail(ctx context.Context, floor func(context.Context, any, int) (Load, Load, error), result any, n int, peerSeq, peerPar Load, withPeer bool) string {
+	seq, par, err := floor(ctx, result, n)
+	if err != nil {
+		return fmt.Sprintf("; floor server: %v", err)
+	}
+	text := fmt.Sprintf("; the floor (a JSON-RPC loop with no SDK and no work answering stepwise's run_get result, protocol %s): %s, %d in flight %s",
+		floorProtocol, seq, inFlight, par)
+	if withPeer {
+		text += fmt.Sprintf(" (%.2f× and %.2f× the TS peer)", seq.PerSecond()/peerSeq.PerSecond(), par.PerSecond()/peerPar.PerSecond())
+	}
+	return text
 }
 
 // onPeerProtocol measures stepwise again with the client offering the
@@ -80,7 +101,7 @@ func onPeerProtocol(ctx context.Context, ours, theirs string, n int, start func(
 	if theirs == "" || ours == theirs {
 		return ""
 	}
-	seq, par, _, err := stepwiseLoads(withProtocol(ctx, theirs), start, n)
+	seq, par, _, _, err := stepwiseLoads(withProtocol(ctx, theirs), start, n)
 	if err != nil {
 		return fmt.Sprintf("; on the peer's protocol %s: %v", theirs, err)
 	}
@@ -90,17 +111,20 @@ func onPeerProtocol(ctx context.Context, ours, theirs string, n int, start func(
 
 // stepwiseLoads starts stepwise, starts a waiting run and measures
 // toolLoads of run_get on it; protocol is the version the session
-// negotiated.
-func stepwiseLoads(ctx context.Context, start func(context.Context) (*Session, error), n int) (seq, par Load, protocol string, err error) {
+// negotiated, result one run_get result as the client decoded it.
+func stepwiseLoads(ctx context.Context, start func(context.Context) (*Session, error), n int) (seq, par Load, protocol string, result any, err error) {
 	cs, err := start(ctx)
 	if err != nil {
-		return seq, par, "", err
+		return seq, par, "", nil, err
 	}
 	defer cs.Close()
 	id, err := startWaiting(ctx, cs.ClientSession)
 	if err != nil {
-		return seq, par, "", err
+		return seq, par, "", nil, err
 	}
-	seq, par, err = toolLoads(ctx, cs, id, n)
-	return seq, par, cs.InitializeResult().ProtocolVersion, err
+	if seq, par, err = toolLoads(ctx, cs, id, n); err != nil {
+		return seq, par, "", nil, err
+	}
+	res, err := call(ctx, cs.ClientSession, "run_get", map[string]any{"run_id": id})
+	return seq, par, cs.InitializeResult().ProtocolVersion, res, err
 }

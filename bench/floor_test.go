@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary serve as the floor server, as the bench
+// binary does (floorLoads executes its own binary).
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == floorFlag {
+		floorMain(os.Args[2])
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestFloorServeAnswers(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"a","method":"server/discover"}`,
+		`not json`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_get"}}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	result := json.RawMessage(`{"content":[{"type":"text","text":"x"}],"structuredContent":{"run_id":"r"}}`)
+	if err := floorServe(strings.NewReader(in), &out, result); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]json.RawMessage
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("answer %q is not JSON: %v", sc.Text(), err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d answers, want 3 (initialize, discover, tools/call): %s", len(got), out.String())
+	}
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(got[0]["result"], &init); err != nil || init.ProtocolVersion != floorProtocol || string(got[0]["id"]) != "1" {
+		t.Errorf("initialize answered %v", got[0])
+	}
+	if string(got[1]["id"]) != `"a"` || !strings.Contains(string(got[1]["error"]), "-32601") {
+		t.Errorf("server/discover answered %v, want method not found", got[1])
+	}
+	if string(got[2]["id"]) != "2" || string(got[2]["result"]) != string(result) {
+		t.Errorf("tools/call answered %v, want the result as given", got[2])
+	}
+}
