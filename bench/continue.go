@@ -33,8 +33,29 @@ func continueStdio(ctx context.Context, bin, home, durability string, n int) (p5
 	p50.againstTarget(1)
 	p99.againstTarget(5)
 	detail := fmt.Sprintf("%d sequential run_continue over stdio, runs of %d questions, --durability %s", len(lat), loopLength, durability)
+	if read, err := readFloor(ctx, cs.ClientSession, len(lat)); err != nil {
+		detail += fmt.Sprintf("; run_get on the same session: %v", err)
+	} else {
+		detail += fmt.Sprintf("; on the same session, run_get of a waiting run (the same round trip with a read and no commit): p50 %.2f p99 %.2f ms", ms(read.Percentile(50)), ms(read.Percentile(99)))
+	}
 	p50.detail, p99.detail = detail, detail
 	return p50, p99, nil
+}
+
+// readFloor times n sequential run_get calls of a waiting ask-loop run:
+// what a continue's round trip costs without the answer, its commit and
+// the wait for the next pause.
+func readFloor(ctx context.Context, cs *mcp.ClientSession, n int) (Latencies, error) {
+	res, err := call(ctx, cs, "run_start", map[string]any{"workflow": "ask-loop"})
+	if err != nil {
+		return nil, err
+	}
+	args := map[string]any{"run_id": field(res, "run_id")}
+	load, err := drive(n, 1, func(int) error {
+		_, err := call(ctx, cs, "run_get", args)
+		return err
+	})
+	return load.Lat, err
 }
 
 // continueLoop answers n questions of ask-loop runs, loopLength per run,
