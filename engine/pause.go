@@ -351,6 +351,9 @@ type ContinueResult struct {
 	RunID    string
 	StepID   string
 	AnswerID int64
+	// ParentID is the answered run's parent ("" for a top-level run), so
+	// that callers find the run to follow without reading it again.
+	ParentID string
 }
 
 // Continue answers a pause. The token is verified (signature, expiry,
@@ -410,6 +413,7 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	if err != nil {
 		return res, notFound(claims.RunID, err)
 	}
+	res.ParentID = rs.run.ParentID
 	if rs.run.Status == store.StatusPaused {
 		return res, &Error{Code: "RUN_PAUSED", Category: CategoryConflict, RunID: claims.RunID, Retryable: true,
 			Message: "the run is paused by an operator", Suggestion: "resume it (stepwise resume RUN), then continue with the same token"}

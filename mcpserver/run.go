@@ -168,9 +168,11 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			root, err := s.svc.RootRun(ctx, res.RunID)
-			if err != nil {
-				return RunResult{}, err
+			root := res.RunID
+			if res.ParentID != "" { // a sub-workflow's question: follow the top-level run
+				if root, err = s.svc.RootRun(ctx, res.ParentID); err != nil {
+					return RunResult{}, err
+				}
 			}
 			return s.await(ctx, req, sub, root, wait, true)
 		})
