@@ -95,11 +95,10 @@ func TestServerFigures(t *testing.T) {
 		for _, transport := range []string{"stdio", "http"} {
 			start, startPeer := func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) }
 			floor := func(ctx context.Context, result any, n int) (Load, Load, error) {
-				return floorLoads(ctx, t.TempDir(), result, n)
+				return floorLoads(ctx, t.TempDir(), transport == "http", result, n)
 			}
 			if transport == "http" {
 				start, startPeer = func(ctx context.Context) (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return peer.http(ctx) }
-				floor = nil
 			}
 			f, err := toolcall(ctx, "toolcall_"+transport, transport, sz.Calls, start, startPeer, floor)
 			if err != nil {

@@ -6,14 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 )
 
 // floorFlag makes the bench binary serve as the floor server (floorServe)
-// instead of measuring: `bench -floor-server RESULT.json`.
-const floorFlag = "-floor-server"
+// instead of measuring: `bench -floor-server RESULT.json`;
+// floorHTTPFlag the same over HTTP (floorHTTP).
+const (
+	floorFlag     = "-floor-server"
+	floorHTTPFlag = "-floor-http"
+)
 
 // floorProtocol is the protocol version the floor server answers with.
 const floorProtocol = "2025-11-25"
@@ -35,20 +41,8 @@ func floorServe(in io.Reader, out io.Writer, result json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
-			continue // notifications, responses
-		}
-		switch m.Method {
-		case "initialize":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"floor","version":"1"}}}`+"\n", m.ID, floorProtocol)
-		case "tools/call":
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result)
-		default:
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", m.ID)
+		if answer := floorAnswer(line, result); answer != nil {
+			w.Write(append(answer, '\n'))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -56,14 +50,68 @@ func floorServe(in io.Reader, out io.Writer, result json.RawMessage) error {
 	}
 }
 
-// floorMain runs floorServe on stdin and stdout with the result in path.
-func floorMain(path string) {
+// floorAnswer is the floor server's answer to one JSON-RPC message (nil
+// for notifications, responses and what is not JSON).
+func floorAnswer(msg []byte, result json.RawMessage) []byte {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 {
+		return nil
+	}
+	switch m.Method {
+	case "initialize":
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"floor","version":"1"}}}`, m.ID, floorProtocol)
+	case "tools/call":
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
+	default:
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+	}
+}
+
+// floorHTTP is floorServe over streamable HTTP without sessions: each POST
+// to /mcp carries one message and gets its answer as application/json (202
+// for notifications); the stream a client may open with GET is refused
+// (405), which the protocol allows.
+func floorHTTP(result json.RawMessage) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		msg, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		answer := floorAnswer(msg, result)
+		if answer == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	})
+}
+
+// floorMain serves the result in path as the floor server: over stdin and
+// stdout, or with overHTTP on a loopback port it reports on stderr as
+// stepwise does.
+func floorMain(path string, overHTTP bool) {
 	result, err := os.ReadFile(path)
 	if err == nil && !json.Valid(result) {
 		err = fmt.Errorf("%s is not JSON", path)
 	}
-	if err == nil {
+	if err == nil && !overHTTP {
 		err = floorServe(os.Stdin, os.Stdout, result)
+	}
+	if err == nil && overHTTP {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			fmt.Fprintf(os.Stderr, "floor: serving MCP at http://%s/mcp\n", ln.Addr())
+			err = http.Serve(ln, floorHTTP(result))
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench floor server:", err)
@@ -72,8 +120,9 @@ func floorMain(path string) {
 }
 
 // floorLoads measures toolLoads against the floor server answering with
-// result (a run_get result of stepwise, as the client decoded it).
-func floorLoads(ctx context.Context, dir string, result any, n int) (seq, par Load, err error) {
+// result (a run_get result of stepwise, as the client decoded it), over
+// stdio or, with overHTTP, streamable HTTP.
+func floorLoads(ctx context.Context, dir string, overHTTP bool, result any, n int) (seq, par Load, err error) {
 	data, err := json.Marshal(result)
 	if err != nil {
 		return seq, par, err
@@ -86,7 +135,12 @@ func floorLoads(ctx context.Context, dir string, result any, n int) (seq, par Lo
 	if err != nil {
 		return seq, par, err
 	}
-	cs, err := stdio(ctx, exec.Command(self, floorFlag, file))
+	var cs *Session
+	if overHTTP {
+		cs, err = httpServer(ctx, exec.Command(self, floorHTTPFlag, file))
+	} else {
+		cs, err = stdio(ctx, exec.Command(self, floorFlag, file))
+	}
 	if err != nil {
 		return seq, par, err
 	}

@@ -11,8 +11,8 @@ import (
 // TestMain lets the test binary serve as the floor server, as the bench
 // binary does (floorLoads executes its own binary).
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == floorFlag {
-		floorMain(os.Args[2])
+	if len(os.Args) == 3 && (os.Args[1] == floorFlag || os.Args[1] == floorHTTPFlag) {
+		floorMain(os.Args[2], os.Args[1] == floorHTTPFlag)
 		return
 	}
 	os.Exit(m.Run())

@@ -29,8 +29,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == floorFlag {
-		floorMain(os.Args[2])
+	if len(os.Args) == 3 && (os.Args[1] == floorFlag || os.Args[1] == floorHTTPFlag) {
+		floorMain(os.Args[2], os.Args[1] == floorHTTPFlag)
 		return
 	}
 	var quick, full, smoke, asJSON bool
@@ -140,14 +140,17 @@ func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) (
 			func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) },
 			func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) },
 			func(ctx context.Context, result any, n int) (Load, Load, error) {
-				return floorLoads(ctx, tmp, result, n)
+				return floorLoads(ctx, tmp, false, result, n)
 			})
 	})
 	r.one("toolcall_http", func() (Figure, error) {
 		h := home("toolcall-http")
 		return toolcall(ctx, "toolcall_http", "streamable HTTP", sz.Calls,
 			func(ctx context.Context) (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) },
-			func(ctx context.Context) (*Session, error) { return peer.http(ctx) }, nil)
+			func(ctx context.Context) (*Session, error) { return peer.http(ctx) },
+			func(ctx context.Context, result any, n int) (Load, Load, error) {
+				return floorLoads(ctx, tmp, true, result, n)
+			})
 	})
 	r.two("spawn_ms", "idle_rss_mb", func() (Figure, Figure, error) {
 		return spawnFigures(ctx, bin, home("spawn"), d, sz.Spawns, peer)
