@@ -43,6 +43,7 @@ type serveOptions struct {
 	maxRuns         int
 	allowShell      bool
 	allowShellCmds  []string
+	allowEnv        []string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -55,7 +56,8 @@ func newServeCmd(g *globals) *cobra.Command {
 			"Runs keep going between calls; after a restart, interrupted runs resume.\n" +
 			"Workflows may not run commands (shell steps, mcp steps with an inline command) unless --allow-shell\n" +
 			"(or, for shell steps, --allow-shell-cmd NAME) says so; shell and file work in the workspace\n" +
-			"(--workspace, default HOME/workspace).\n" +
+			"(--workspace, default HOME/workspace). Workflows read only the environment variables --allow-env\n" +
+			"names (env.NAME, an input's or question's env, a secret given as $NAME, catalog credentials).\n" +
 			"Exit codes: 0 the client disconnected or SIGTERM, 2 usage error, 130 interrupted (Ctrl-C).",
 		Args: func(cmd *cobra.Command, args []string) error {
 			// "--http ADDR" with a space: the flag's optional value leaves
@@ -91,6 +93,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.maxRuns, "max-runs", 0, "keep at most this many finished runs, the newest, purging older ones with their history (0: no limit)")
 	f.BoolVar(&o.allowShell, "allow-shell", false, "let workflows run any command on this machine: shell steps, mcp steps with an inline command (off for MCP callers otherwise)")
 	f.StringArrayVar(&o.allowShellCmds, "allow-shell-cmd", nil, "let shell steps run this program, by name as written in command: (repeatable)")
+	f.StringArrayVar(&o.allowEnv, "allow-env", nil, "let workflows read this environment variable of the server; NAME, a prefix PREFIX_*, or * for all (repeatable, comma-separated; also $STEPWISE_ALLOW_ENV)")
 	return cmd
 }
 
@@ -127,6 +130,10 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		return usageErr("--max-runs %d: give 0 (no limit) or more", o.maxRuns)
 	}
 	shell, err := o.shellPolicy()
+	if err != nil {
+		return err
+	}
+	envPolicy, err := o.envPolicy()
 	if err != nil {
 		return err
 	}
@@ -169,7 +176,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	ctx, stop, which := serveSignals()
 	defer stop()
 	svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
-		Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, AllowInlineMCPCommands: o.allowShell})
+		Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, AllowInlineMCPCommands: o.allowShell})
 	if err != nil {
 		return err
 	}
@@ -190,7 +197,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	}()
 
 	// What the server lets workflows touch goes on its "serving" log line.
-	policy := []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow}
+	policy := []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow}
 	if ln != nil {
 		err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
 	} else {
@@ -203,6 +210,20 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		return nil
 	}
 	return err
+}
+
+// envPolicy is what workflows may read of the server's environment: what
+// --allow-env and $STEPWISE_ALLOW_ENV name, nothing otherwise.
+func (o *serveOptions) envPolicy() (secret.EnvPolicy, error) {
+	values := o.allowEnv
+	if env := os.Getenv("STEPWISE_ALLOW_ENV"); env != "" {
+		values = append(values, env)
+	}
+	allow, err := secret.ParseEnvAllow(values)
+	if err != nil {
+		return secret.EnvPolicy{}, usageErr("--allow-env: %v", err)
+	}
+	return secret.EnvPolicy{Restricted: true, Allow: allow}, nil
 }
 
 // shellPolicy is what the shell action may run for this server's callers:

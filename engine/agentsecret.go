@@ -21,7 +21,7 @@ func (e *Engine) agentSecret(req Request, v any) (any, []workflow.Violation) {
 		}
 		clear, err := secret.ResolveEnvRef(ref, e.lookupEnv)
 		if errors.Is(err, secret.ErrUnset) {
-			return nil, &workflow.Violation{Path: path, Rule: "secret", Message: fmt.Sprintf("the environment variable %s is not set in the server's environment", ref[1:])}
+			return nil, &workflow.Violation{Path: path, Rule: "secret", Message: fmt.Sprintf("the environment variable %s is not set in the server's environment, or the server does not let workflows read it (stepwise serve --allow-env %s)", ref[1:], ref[1:])}
 		}
 		if err != nil {
 			return nil, &workflow.Violation{Path: path, Rule: "secret", Message: err.Error()}

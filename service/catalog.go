@@ -114,6 +114,9 @@ func (s *Service) buildCatalog(ctx context.Context, req CatalogImportRequest, dr
 			return nil, nil, err
 		}
 	}
+	if err := s.checkCredentials(req.Auth); err != nil {
+		return nil, nil, err
+	}
 	data, loc, err := catalog.Read(ctx, req.Source, s.catalogs.allowURLs, nil)
 	if err != nil {
 		return nil, nil, err

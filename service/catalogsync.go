@@ -36,7 +36,7 @@ type fileStamp struct {
 
 func (s *Service) openCatalogs(opts Options) {
 	s.catalogs = &catalogs{store: catalog.NewStore(filepath.Join(s.Home.Dir, "catalogs")),
-		rt: catalog.Runtime{Client: opts.CatalogHTTPClient, LookupEnv: opts.LookupEnv}, allowURLs: opts.AllowCatalogURLs,
+		rt: catalog.Runtime{Client: opts.CatalogHTTPClient, LookupEnv: workflowEnv(opts)}, allowURLs: opts.AllowCatalogURLs,
 		actions: map[string][]string{}, seen: map[string]fileStamp{}}
 	s.SyncCatalogs()
 }

@@ -107,6 +107,13 @@ func (s *Service) Plan(_ context.Context, req PlanRequest) (*Plan, error) {
 	if errors.As(s.checkShell(wf, dir), &refused) {
 		p.Violations = append(p.Violations, workflow.Violation{Rule: "shell-not-allowed", Message: refused.Message + " (" + refused.Code + ")", Hint: refused.Suggestion})
 	}
+	// So would a variable the environment policy does not let it read.
+	if errors.As(s.checkEnv(wf, dir), &refused) {
+		for _, v := range refused.Violations {
+			v.Hint = refused.Suggestion
+			p.Violations = append(p.Violations, v)
+		}
+	}
 	p.Inputs, p.Missing = planInputs(wf, given, resolved, p.Violations, mask)
 	p.UnknownInputs = resolved.Unknown
 	p.Steps = newStepPlanner(wf, resolved.Values, s.Engine.EnvValues(wf), mask, s.Engine.ActionInputProblem).plan()

@@ -20,6 +20,7 @@ import (
 	"stepwise.dev/stepwise/home"
 	"stepwise.dev/stepwise/library"
 	"stepwise.dev/stepwise/mcpclient"
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/store/sqlite"
 	"stepwise.dev/stepwise/workflow"
@@ -74,6 +75,22 @@ type Options struct {
 	// value runs none: the CLI enables it for local runs, `serve` only
 	// when the operator says so (--allow-shell, --allow-shell-cmd).
 	ShellPolicy action.ShellPolicy
+	// EnvPolicy says which environment variables workflows may read (as
+	// env.NAME, an input's or question's env, a secret's $NAME, a catalog
+	// credential). The zero value does not restrict: the CLI leaves it so,
+	// `serve` restricts it to what the operator allows (--allow-env).
+	// Servers named in servers.yaml read the environment unrestricted: the
+	// operator wrote them.
+	EnvPolicy secret.EnvPolicy
+}
+
+// workflowEnv is how workflows read the environment: through the policy.
+func workflowEnv(opts Options) func(string) (string, bool) {
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	return opts.EnvPolicy.Lookup(lookup)
 }
 
 // Service is stepwise's use cases.
@@ -88,6 +105,8 @@ type Service struct {
 	Workspace *action.Workspace
 	// ShellPolicy is the policy the shell action runs under.
 	ShellPolicy action.ShellPolicy
+	// EnvPolicy is what workflows may read of the environment.
+	EnvPolicy secret.EnvPolicy
 
 	summaries summaryCache
 	watchers  libraryWatchers
@@ -137,7 +156,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		AllowInlineCommands: opts.AllowInlineMCPCommands, LookupEnv: opts.LookupEnv}))
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
-	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy,
+	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
 		now: opts.Now, log: opts.Logger,
 		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}}
 	if svc.now == nil {
@@ -147,7 +166,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		svc.log = slog.New(slog.DiscardHandler)
 	}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
-		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: opts.LookupEnv, ShutdownGrace: opts.ShutdownGrace,
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), ShutdownGrace: opts.ShutdownGrace,
 		Workflows: svc.subWorkflow, Now: opts.Now})
 	if err != nil {
 		st.Close()
@@ -304,6 +323,9 @@ func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any
 	if err := s.CheckShell(l); err != nil {
 		return "", err
 	}
+	if err := s.CheckEnv(l); err != nil {
+		return "", err
+	}
 	dir := ""
 	if l.Path != "" {
 		// Absolute, so a process started elsewhere finds the siblings.
@@ -346,7 +368,7 @@ func (s *Service) Wait(ctx context.Context, runID string, timeout time.Duration)
 
 // RetryRun re-runs a failed run from the step that failed.
 func (s *Service) RetryRun(ctx context.Context, runID string, inputs map[string]any) error {
-	if err := s.checkRunShell(ctx, runID); err != nil {
+	if err := s.checkRunPolicies(ctx, runID); err != nil {
 		return err
 	}
 	return s.Engine.RetryRun(ctx, runID, inputs)
@@ -354,7 +376,7 @@ func (s *Service) RetryRun(ctx context.Context, runID string, inputs map[string]
 
 // ForkRun starts a new run from a step of an existing run.
 func (s *Service) ForkRun(ctx context.Context, runID, fromStep string, inputs map[string]any) (string, error) {
-	if err := s.checkRunShell(ctx, runID); err != nil {
+	if err := s.checkRunPolicies(ctx, runID); err != nil {
 		return "", err
 	}
 	return s.Engine.ForkRun(ctx, runID, fromStep, inputs)

@@ -34,12 +34,11 @@ func (s *Service) checkShell(wf *workflow.Workflow, dir string) error {
 	if s.ShellPolicy.Enabled && len(s.ShellPolicy.Allow) == 0 {
 		return nil // everything is allowed
 	}
-	return s.checkShellIn(wf, dir, map[string]bool{})
+	return s.walkCalled(wf, dir, s.checkShellOf)
 }
 
-// checkShellIn checks one workflow; seen holds the sub-workflows already
-// checked (a workflow may call itself).
-func (s *Service) checkShellIn(wf *workflow.Workflow, dir string, seen map[string]bool) error {
+// checkShellOf checks the shell calls of one workflow.
+func (s *Service) checkShellOf(wf *workflow.Workflow) error {
 	for _, u := range shellUses(wf) {
 		program, env, known := staticCommand(u.with)
 		if !known && s.ShellPolicy.Enabled {
@@ -54,13 +53,29 @@ func (s *Service) checkShellIn(wf *workflow.Workflow, dir string, seen map[strin
 			Message:    fmt.Sprintf("workflow %s runs a shell command in %s: %s", wf.Name, u.where, refusal.Reason),
 			Suggestion: "run it with the local CLI (stepwise run), or ask the operator to start the server with --allow-shell or --allow-shell-cmd NAME"}
 	}
+	return nil
+}
+
+// walkCalled applies check to wf and to every sub-workflow it calls by a
+// literal name (found from dir as the engine finds it), at any depth, each
+// once (a workflow may call itself); the first error stops the walk. A
+// sub-workflow that is missing or does not parse is passed over: its step
+// fails when it runs.
+func (s *Service) walkCalled(wf *workflow.Workflow, dir string, check func(*workflow.Workflow) error) error {
+	return s.walkCalledIn(wf, dir, check, map[string]bool{})
+}
+
+func (s *Service) walkCalledIn(wf *workflow.Workflow, dir string, check func(*workflow.Workflow) error, seen map[string]bool) error {
+	if err := check(wf); err != nil {
+		return err
+	}
 	for _, st := range workflow.Flatten(wf.Steps) {
 		if st.Workflow == "" || strings.Contains(st.Workflow, "${{") {
 			continue
 		}
 		path, err := findSubWorkflow(s.Home, dir, st.Workflow)
 		if err != nil || seen[path] {
-			continue // a missing sub-workflow fails its step anyway
+			continue
 		}
 		seen[path] = true
 		data, err := os.ReadFile(path)
@@ -71,7 +86,7 @@ func (s *Service) checkShellIn(wf *workflow.Workflow, dir string, seen map[strin
 		if err != nil {
 			continue
 		}
-		if err := s.checkShellIn(sub.Workflow, absDir(path), seen); err != nil {
+		if err := s.walkCalledIn(sub.Workflow, absDir(path), check, seen); err != nil {
 			return err
 		}
 	}
@@ -149,15 +164,18 @@ func staticCommand(with map[string]any) (program string, env map[string]string, 
 	return program, env, true
 }
 
-// checkRunShell applies CheckShell to the workflow a run is pinned to
-// (retry and fork run it again).
-func (s *Service) checkRunShell(ctx context.Context, runID string) error {
-	if s.ShellPolicy.Enabled && len(s.ShellPolicy.Allow) == 0 {
+// checkRunPolicies applies CheckShell and CheckEnv to the workflow a run
+// is pinned to (retry and fork run it again).
+func (s *Service) checkRunPolicies(ctx context.Context, runID string) error {
+	if s.ShellPolicy.Enabled && len(s.ShellPolicy.Allow) == 0 && !s.EnvPolicy.Restricted {
 		return nil // no need to load the definition
 	}
 	l, err := s.Definition(ctx, runID)
 	if err != nil {
 		return nil // the engine reports a missing run in its own words
 	}
-	return s.CheckShell(l)
+	if err := s.CheckShell(l); err != nil {
+		return err
+	}
+	return s.CheckEnv(l)
 }

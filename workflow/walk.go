@@ -1,6 +1,9 @@
 package workflow
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 // Flatten lists steps with everything nested in them (parallel branches,
 // foreach bodies), depth first, in document order.
@@ -53,4 +56,40 @@ func (a *Ask) HasSecret() bool {
 		}
 	}
 	return false
+}
+
+// EnvUse is a place a workflow declares an environment variable it reads.
+type EnvUse struct {
+	Name string
+	// Path is the JSON pointer of the declaration.
+	Path string
+}
+
+// EnvUses lists the environment variables the workflow may read — its env
+// list, its inputs' env and its questions' (and their fields') env — in
+// the order of the document.
+func (w *Workflow) EnvUses() []EnvUse {
+	var out []EnvUse
+	for i, name := range w.Env {
+		out = append(out, EnvUse{Name: name, Path: fmt.Sprintf("/env/%d", i)})
+	}
+	for _, name := range w.InputNames() {
+		if in := w.Inputs[name]; in.Env != "" {
+			out = append(out, EnvUse{Name: in.Env, Path: Pointer("inputs", name, "env")})
+		}
+	}
+	for _, s := range Flatten(w.Steps) {
+		if s.Ask == nil {
+			continue
+		}
+		if s.Ask.Env != "" {
+			out = append(out, EnvUse{Name: s.Ask.Env, Path: s.Path + "/ask/env"})
+		}
+		for i, f := range s.Ask.Fields {
+			if f != nil && f.Env != "" {
+				out = append(out, EnvUse{Name: f.Env, Path: fmt.Sprintf("%s/ask/fields/%d/env", s.Path, i)})
+			}
+		}
+	}
+	return out
 }

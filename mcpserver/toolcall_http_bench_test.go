@@ -1,0 +1,78 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/service"
+)
+
+// The server's share of a tool call over streamable HTTP, in process: the
+// HTTP handler `serve --http` uses behind a loopback listener, a go-sdk
+// client at the other end; the server's handlers carry the label
+// side=server as in toolcall_bench_test.go:
+//
+//	go test ./mcpserver -run '^$' -bench ToolCallHTTP -benchmem -cpuprofile /tmp/cpu.out
+//	go tool pprof -top -tagfocus side=server /tmp/cpu.out
+
+// httpSession serves a fresh home over loopback HTTP and returns a client
+// session.
+func httpSession(b *testing.B) *mcp.ClientSession {
+	b.Helper()
+	home := b.TempDir()
+	lib := filepath.Join(home, "workflows")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("testdata", "greet.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lib, "greet.yaml"), data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := service.Open(ctx, service.Options{Home: home, Durability: "normal"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := New(svc, Options{Version: "bench"})
+	srv.Start(ctx)
+	h := srv.HTTPHandler(HTTPOptions{})
+	labelled := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.Do(r.Context(), pprof.Labels("side", "server"), func(context.Context) { h.ServeHTTP(w, r) })
+	})
+	hs := httptest.NewServer(labelled)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cs.Close()
+		hs.Close()
+		cancel()
+		srv.Close()
+		_ = svc.Close(context.Background())
+	})
+	return cs
+}
+
+// BenchmarkToolCallHTTPRunGet is one run_get of a waiting run at a time
+// over streamable HTTP.
+func BenchmarkToolCallHTTPRunGet(b *testing.B) {
+	cs := httpSession(b)
+	id := callOK(b, cs, "run_start", map[string]any{"workflow": "greet"})["run_id"].(string)
+	args := map[string]any{"run_id": id}
+	b.ReportAllocs()
+	for b.Loop() {
+		callOK(b, cs, "run_get", args)
+	}
+}
