@@ -76,3 +76,18 @@ func BenchmarkToolCallHTTPRunGet(b *testing.B) {
 		callOK(b, cs, "run_get", args)
 	}
 }
+
+// BenchmarkToolCallHTTPRunGetInFlight is run_get over streamable HTTP with
+// eight calls in flight on one session, as the bench's in-flight load.
+func BenchmarkToolCallHTTPRunGetInFlight(b *testing.B) {
+	cs := httpSession(b)
+	id := callOK(b, cs, "run_start", map[string]any{"workflow": "greet"})["run_id"].(string)
+	args := map[string]any{"run_id": id}
+	b.ReportAllocs()
+	b.SetParallelism(4) // 8 goroutines on 2 CPUs
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			callOK(b, cs, "run_get", args)
+		}
+	})
+}
