@@ -93,11 +93,8 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 				return fmt.Errorf("record answer: %w", err)
 			}
 		}
-		for i, st := range c.Steps {
-			if _, err := s.exec(ctx, tx, sqlUpsertStep,
-				c.RunID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer), nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(rev, i)); err != nil {
-				return fmt.Errorf("record step %s: %w", st.Key, err)
-			}
+		if err := s.upsertSteps(ctx, tx, c.RunID, rev, c.Steps); err != nil {
+			return err
 		}
 		for _, a := range c.Attempts {
 			if _, err := s.exec(ctx, tx, sqlUpsertAttempt,

@@ -126,3 +126,75 @@ func storeVersion() store.Version {
 func storeRun(i int) store.Run {
 	return store.Run{ID: fmt.Sprintf("run-%03d", i), Workflow: "n", Version: "v", Status: store.StatusRunning, State: []byte(`{"cursor":0}`)}
 }
+
+// BenchmarkCommitMerged commits what the engine's pipeline of pure steps
+// writes at once: the queued steps of a run merged into one commit (32 or
+// 256 steps, two events each); ns/op and cpu-ns/op are per step.
+func BenchmarkCommitMerged(b *testing.B) {
+	for _, steps := range []int{32, 256} {
+		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
+			s, ids := benchStore(b, Normal, 1)
+			ctx := context.Background()
+			rev := int64(1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0, c0 := cpuNow(), s.Stats().Commits
+			for i := 0; i < b.N; i += steps {
+				c := stepCommit(ids[0], rev, i)
+				for j := 1; j < steps; j++ {
+					more := stepCommit(ids[0], rev, i+j)
+					c.Steps = append(c.Steps, more.Steps...)
+					c.Events = append(c.Events, more.Events...)
+				}
+				res, err := s.Commit(ctx, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rev = res.Rev
+			}
+			reportCPU(b, cpu0, s, c0)
+		})
+	}
+}
+
+// BenchmarkCommitAnswer commits what one answered question writes when the
+// next question follows it through a switch (the bench's continue figure):
+// the pause closed with its answer, the question's and the switch's step
+// rows, the next pause, and their events.
+func BenchmarkCommitAnswer(b *testing.B) {
+	s, ids := benchStore(b, Normal, 1)
+	ctx := context.Background()
+	rev, seq := int64(1), int64(1)
+	open := func(rev int64, seq int64) int64 {
+		res, err := s.Commit(ctx, store.Commit{RunID: ids[0], Rev: rev, Run: store.RunUpdate{Status: store.StatusWaiting},
+			OpenPause: &store.Pause{Seq: seq, StepKey: "ask", Visit: int(seq), Kind: "question", Request: []byte(`{"prompt":"n?"}`)},
+			Events:    []store.Event{{Type: "run.paused", StepID: "ask"}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res.Rev
+	}
+	rev = open(rev, seq)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, c0 := cpuNow(), s.Stats().Commits
+	for i := 0; i < b.N; i++ {
+		now := time.Now()
+		visit := int(seq)
+		c := store.Commit{RunID: ids[0], Rev: rev, Run: store.RunUpdate{Status: store.StatusWaiting},
+			ClosePause: &store.PauseClose{Seq: seq, Status: store.PauseAnswered, Answer: []byte(`1`), At: now},
+			Answer:     &store.Answer{PauseSeq: seq, StepKey: "ask", Value: []byte(`1`), At: now},
+			Steps: []store.Step{
+				{Key: "ask", Visit: visit, StepID: "ask", Status: "succeeded", Answer: []byte(`1`), Attempts: 1, StartedAt: now, FinishedAt: now},
+				{Key: "again", Visit: visit, StepID: "again", Status: "succeeded", Output: []byte(`{"next":"ask"}`), Attempts: 1, StartedAt: now, FinishedAt: now}},
+			OpenPause: &store.Pause{Seq: seq + 1, StepKey: "ask", Visit: visit + 1, Kind: "question", Request: []byte(`{"prompt":"n?"}`)},
+			Events: []store.Event{{Type: "run.continued", StepID: "ask"}, {Type: "step.answered", StepID: "ask"}, {Type: "step.succeeded", StepID: "ask"},
+				{Type: "step.started", StepID: "again"}, {Type: "step.succeeded", StepID: "again"}, {Type: "step.waiting", StepID: "ask"}, {Type: "run.paused", StepID: "ask"}}}
+		res, err := s.Commit(ctx, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rev, seq = res.Rev, seq+1
+	}
+	reportCPU(b, cpu0, s, c0)
+}

@@ -79,11 +79,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.Rev = 1
-		for i, st := range steps {
-			if _, err := s.exec(ctx, tx, sqlUpsertStep, r.ID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer),
-				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(1, i)); err != nil {
-				return fmt.Errorf("copy step %s: %w", st.Key, err)
-			}
+		if err := s.upsertSteps(ctx, tx, r.ID, 1, steps); err != nil {
+			return fmt.Errorf("copy steps: %w", err)
 		}
 		seqs, err := s.insertEvents(ctx, tx, r.ID, 0, events, now)
 		if err != nil {
@@ -276,16 +273,16 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // insertEvents appends events after lastSeq (the caller keeps the run's
-// event_seq in step). Up to maxEventRows events go in one statement.
+// event_seq in step), in as few statements as rowCounts allow.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, lastSeq int64, events []store.Event, now time.Time) ([]int64, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
 	seqs := make([]int64, len(events))
-	for start := 0; start < len(events); start += maxEventRows {
-		chunk := events[start:min(start+maxEventRows, len(events))]
-		args := make([]any, 0, 6*len(chunk))
-		for i, e := range chunk {
+	start := 0
+	for _, n := range chunks(len(events)) {
+		args := make([]any, 0, 6*n)
+		for i, e := range events[start : start+n] {
 			seq := lastSeq + int64(start+i) + 1
 			at := e.At
 			if at.IsZero() {
@@ -294,11 +291,30 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 			args = append(args, runID, seq, e.Type, nullString(e.StepID), blob(e.Data), nanos(at))
 			seqs[start+i] = seq
 		}
-		if _, err := s.exec(ctx, tx, sqlInsertEvents[len(chunk)], args...); err != nil {
+		if _, err := s.exec(ctx, tx, sqlInsertEvents[n], args...); err != nil {
 			return nil, fmt.Errorf("append events: %w", err)
 		}
+		start += n
 	}
 	return seqs, nil
+}
+
+// upsertSteps records steps in as few statements as rowCounts allow; the
+// i-th gets ord stepOrd(rev, i) if it is new.
+func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, runID string, rev int64, steps []store.Step) error {
+	start := 0
+	for _, n := range chunks(len(steps)) {
+		args := make([]any, 0, 12*n)
+		for i, st := range steps[start : start+n] {
+			args = append(args, runID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer),
+				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(rev, start+i))
+		}
+		if _, err := s.exec(ctx, tx, sqlUpsertSteps[n], args...); err != nil {
+			return fmt.Errorf("record steps %s…: %w", steps[start].Key, err)
+		}
+		start += n
+	}
+	return nil
 }
 
 // WorkflowStats implements store.Store: one aggregate over the workflow's

@@ -73,3 +73,31 @@ func TestConcurrentOpenOfANewDatabase(t *testing.T) {
 		}
 	}
 }
+
+func TestChunksCoverEveryCount(t *testing.T) {
+	prepared := map[int]bool{}
+	for _, c := range rowCounts {
+		prepared[c] = true
+	}
+	for n := 0; n <= 200; n++ {
+		sum, parts := 0, chunks(n)
+		for i, c := range parts {
+			if !prepared[c] || sqlInsertEvents[c] == "" || sqlUpsertSteps[c] == "" {
+				t.Fatalf("chunks(%d) uses %d rows, which has no statement", n, c)
+			}
+			if i > 0 && c > parts[i-1] {
+				t.Fatalf("chunks(%d) = %v: not largest first", n, parts)
+			}
+			sum += c
+		}
+		if sum != n {
+			t.Fatalf("chunks(%d) = %v covers %d rows", n, parts, sum)
+		}
+		if n > 0 && n <= 8 && len(parts) != 1 {
+			t.Errorf("chunks(%d) = %v: up to 8 rows take one statement", n, parts)
+		}
+		if want := (n + 7) / 8; len(parts) != want {
+			t.Errorf("chunks(%d) = %v: want %d statements", n, parts, want)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 		{"CommitEventSeqIsAHint", testCommitEventSeqHint},
 		{"AnswerIDsIncrease", testAnswerIDs},
 		{"StepsUpsertByVisit", testStepsUpsert},
+		{"ManyStepsAndEventsInOneCommit", testManyInOneCommit},
 		{"ListRunsFiltersAndPages", testListRuns},
 		{"Timers", testTimers},
 		{"TimersOfPausedRunsAreNotDue", testTimersOfPausedRuns},
@@ -345,6 +346,54 @@ func testStepsUpsert(t *testing.T, s store.Store) {
 	steps := ok(s.Steps(ctx, r.ID))(t)
 	if len(steps) != 2 || steps[0].Status != "succeeded" || steps[0].Error != "" || steps[0].Attempts != 2 || steps[1].Visit != 2 {
 		t.Errorf("steps %+v", steps)
+	}
+}
+
+// A merged commit (pure steps riding along) carries many steps and events:
+// each is recorded once, in order, a step recorded twice in the commit as
+// its last record says and in the place of its first.
+func testManyInOneCommit(t *testing.T, s store.Store) {
+	r := newRun(t, s)
+	var steps []store.Step
+	var events []store.Event
+	for i := range 75 {
+		key := fmt.Sprintf("s%02d", i)
+		steps = append(steps, store.Step{Key: key, Visit: 1, StepID: key, Status: "succeeded", Attempts: 1})
+		events = append(events, store.Event{Type: "step.succeeded", StepID: key, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+		switch i {
+		case 4: // s03 again, right after it (a backend may write both in one statement)
+			steps = append(steps, store.Step{Key: "s03", Visit: 1, StepID: "s03", Status: "failed", Error: "late", Attempts: 2})
+		case 60: // s05 again, far from the first
+			steps = append(steps, store.Step{Key: "s05", Visit: 1, StepID: "s05", Status: "failed", Error: "later", Attempts: 3})
+		}
+	}
+	res := ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev, Steps: steps, Events: events}))(t)
+	if len(res.EventSeqs) != 75 || res.EventSeqs[0] != r.EventSeq+1 || res.EventSeqs[74] != r.EventSeq+75 {
+		t.Fatalf("event seqs %v", res.EventSeqs)
+	}
+	got := ok(s.Steps(ctx, r.ID))(t)
+	if len(got) != 75 {
+		t.Fatalf("%d steps, want 75", len(got))
+	}
+	for i, st := range got {
+		if want := fmt.Sprintf("s%02d", i); st.Key != want {
+			t.Fatalf("step %d is %s, want %s (the order of first records)", i, st.Key, want)
+		}
+	}
+	if st := got[3]; st.Status != "failed" || st.Error != "late" || st.Attempts != 2 {
+		t.Errorf("a step recorded twice in one commit: %+v, want its last record", st)
+	}
+	if st := got[5]; st.Status != "failed" || st.Error != "later" || st.Attempts != 3 {
+		t.Errorf("a step recorded twice in one commit: %+v, want its last record", st)
+	}
+	evs := ok(s.Events(ctx, r.ID, r.EventSeq, 0))(t)
+	if len(evs) != 75 {
+		t.Fatalf("%d events, want 75", len(evs))
+	}
+	for i, e := range evs {
+		if e.Seq != r.EventSeq+int64(i)+1 || e.StepID != fmt.Sprintf("s%02d", i) || string(e.Data) != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Fatalf("event %d: %+v", i, e)
+		}
 	}
 }
 
