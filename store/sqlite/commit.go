@@ -21,7 +21,15 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		var rev, eventSeq int64
 		var err error
 		u := c.Run
-		stepOnly := u.Status == "" && len(u.Inputs) == 0 && len(u.Outputs) == 0 && len(u.Error) == 0 && !u.Reopen && u.FinishedAt.IsZero()
+		stepOnly := len(u.Inputs) == 0 && len(u.Outputs) == 0 && len(u.Error) == 0 && !u.Reopen && u.FinishedAt.IsZero()
+		if stepOnly && u.Status != "" {
+			// A new status alone: set apart, so that an unchanged one
+			// leaves the indexes alone (see sqlSetStatus). A wrong rev
+			// changes nothing here and is found just below.
+			if _, err := s.exec(ctx, tx, sqlSetStatus, u.Status, c.RunID, c.Rev, u.Status); err != nil {
+				return err
+			}
+		}
 		done := false
 		if stepOnly && c.EventSeq > 0 {
 			var r sql.Result

@@ -181,7 +181,7 @@ func BenchmarkCommitAnswer(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		now := time.Now()
 		visit := int(seq)
-		c := store.Commit{RunID: ids[0], Rev: rev, Run: store.RunUpdate{Status: store.StatusWaiting},
+		c := store.Commit{RunID: ids[0], Rev: rev, Run: store.RunUpdate{Status: answerStatus},
 			ClosePause: &store.PauseClose{Seq: seq, Status: store.PauseAnswered, Answer: []byte(`1`), At: now},
 			Answer:     &store.Answer{PauseSeq: seq, StepKey: "ask", Value: []byte(`1`), At: now},
 			Steps: []store.Step{
@@ -198,3 +198,5 @@ func BenchmarkCommitAnswer(b *testing.B) {
 	}
 	reportCPU(b, cpu0, s, c0)
 }
+
+var answerStatus = store.StatusWaiting

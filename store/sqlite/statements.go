@@ -12,6 +12,12 @@ const (
 				finished_at = CASE WHEN ? THEN NULL ELSE COALESCE(?, finished_at) END,
 				event_seq = event_seq + ?
 			WHERE id = ? AND rev = ? RETURNING rev, event_seq`
+	// sqlSetStatus changes a run's status alone, and only when it differs:
+	// naming status in an UPDATE rewrites its entries in the runs indexes
+	// (runs_status, runs_status_created) even when the value stays, three
+	// pages more for the commit to write. An answer that ends at the next
+	// question leaves a run waiting as it was.
+	sqlSetStatus = `UPDATE runs SET status = ? WHERE id = ? AND rev = ? AND status <> ?`
 	// sqlStepRun is sqlAdvanceRun for the common commit that only moves
 	// the run (its state and events): it names no indexed column, so SQLite
 	// leaves the runs indexes alone instead of rewriting their entries.
@@ -39,7 +45,7 @@ const (
 	sqlReleaseSavepoint  = `RELEASE write`
 )
 
-var hotStatements = []string{sqlAdvanceRun, sqlStepRun, sqlStepRunAt, sqlClosePause, sqlInsertAnswer, sqlUpsertAttempt, sqlInsertPause, sqlInsertRun,
+var hotStatements = []string{sqlAdvanceRun, sqlSetStatus, sqlStepRun, sqlStepRunAt, sqlClosePause, sqlInsertAnswer, sqlUpsertAttempt, sqlInsertPause, sqlInsertRun,
 	sqlSavepoint, sqlRollbackSavepoint, sqlReleaseSavepoint}
 
 // rowCounts are the numbers of rows the multi-row INSERTs are prepared for

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 		{"CreateAndGetRun", testCreateAndGetRun},
 		{"CommitAdvancesRevisionAndEvents", testCommit},
 		{"CommitConflictWritesNothing", testCommitConflict},
+		{"CommitKeepsOrChangesTheStatus", testCommitStatus},
 		{"PauseLifecycle", testPauseLifecycle},
 		{"PauseClosedOnceUnderRace", testPauseRace},
 		{"ConcurrentCommitsIsolateFailures", testConcurrentCommitsIsolateFailures},
@@ -187,6 +188,45 @@ func testCommit(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Commit(ctx, store.Commit{RunID: "missing", Rev: 1}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("commit to a missing run: %v", err)
+	}
+}
+
+// A commit that names the status the run already has (an answer that ends
+// at the next question) moves the run as any commit does; one that changes
+// it is seen by the status filter at once.
+func testCommitStatus(t *testing.T, s store.Store) {
+	r := newRun(t, s)
+	byStatus := func(status string) int {
+		t.Helper()
+		runs, _ := must2(t)(s.ListRuns(ctx, store.RunFilter{Status: []string{status}, Limit: 10}))
+		return len(runs)
+	}
+	rev := r.Rev
+	for i, status := range []string{store.StatusWaiting, store.StatusWaiting, store.StatusRunning, store.StatusRunning} {
+		state := json.RawMessage(fmt.Sprintf(`{"cursor":%d}`, i))
+		res := ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: rev, Run: store.RunUpdate{Status: status, State: state}, Events: []store.Event{{Type: "x"}}}))(t)
+		if res.Rev != rev+1 {
+			t.Fatalf("commit %d: rev %d, want %d", i, res.Rev, rev+1)
+		}
+		rev = res.Rev
+		got := ok(s.GetRun(ctx, r.ID))(t)
+		if got.Status != status || string(got.State) != string(state) || got.Rev != rev {
+			t.Fatalf("commit %d (%s): run %+v", i, status, got)
+		}
+		other := store.StatusRunning
+		if status == store.StatusRunning {
+			other = store.StatusWaiting
+		}
+		if byStatus(status) != 1 || byStatus(other) != 0 {
+			t.Fatalf("commit %d (%s): the status filter finds %d %s and %d %s runs", i, status, byStatus(status), status, byStatus(other), other)
+		}
+	}
+	// A stale commit that would keep the status changes nothing either.
+	if _, err := s.Commit(ctx, store.Commit{RunID: r.ID, Rev: rev - 1, Run: store.RunUpdate{Status: store.StatusRunning, State: json.RawMessage(`{}`)}}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale revision: %v", err)
+	}
+	if got := ok(s.GetRun(ctx, r.ID))(t); got.Rev != rev || string(got.State) != `{"cursor":3}` {
+		t.Errorf("a conflicting commit changed the run: %+v", got)
 	}
 }
 
