@@ -100,6 +100,7 @@ func (s *Store) groupTx(ctx context.Context, fn func(context.Context, *sql.Tx) e
 	g.spare = nil
 	g.mu.Unlock()
 	s.writeBatch(batch, op)
+	s.prepareWanted(context.Background()) // the writer is free, and still ours
 	clear(batch)
 	g.mu.Lock()
 	g.spare = batch[:0]

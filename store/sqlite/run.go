@@ -291,7 +291,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 			args = append(args, runID, seq, e.Type, nullString(e.StepID), blob(e.Data), nanos(at))
 			seqs[start+i] = seq
 		}
-		if _, err := s.exec(ctx, tx, sqlInsertEvents[n], args...); err != nil {
+		if _, err := s.execRows(ctx, tx, sqlInsertEvents[n], args...); err != nil {
 			return nil, fmt.Errorf("append events: %w", err)
 		}
 		start += n
@@ -309,7 +309,7 @@ func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, runID string, rev i
 			args = append(args, runID, st.Key, st.Visit, st.StepID, st.Status, blob(st.Output), blob(st.Answer),
 				nullString(st.Error), st.Attempts, nanos(st.StartedAt), nanos(st.FinishedAt), stepOrd(rev, start+i))
 		}
-		if _, err := s.exec(ctx, tx, sqlUpsertSteps[n], args...); err != nil {
+		if _, err := s.execRows(ctx, tx, sqlUpsertSteps[n], args...); err != nil {
 			return fmt.Errorf("record steps %s…: %w", steps[start].Key, err)
 		}
 		start += n

@@ -9,9 +9,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +51,13 @@ type Store struct {
 	// Statements prepared once on the writer: parsing SQL costs more than
 	// executing these small statements. Read-only after Open.
 	stmts map[string]*sql.Stmt
+	// late holds the multi-row statements prepared on first use (see
+	// lazyRows), an immutable map replaced whole; wanted the ones used
+	// unprepared since, for the group's leader to prepare once its
+	// transaction is done (group.go).
+	late   atomic.Pointer[map[string]*sql.Stmt]
+	wantMu sync.Mutex
+	wanted map[string]bool
 
 	// reads are the read pool's prepared statements (reads.go).
 	reads readStmts
@@ -158,6 +167,11 @@ func (s *Store) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
+	if late := s.late.Load(); late != nil {
+		for _, st := range *late {
+			st.Close()
+		}
+	}
 	s.reads.close()
 	return errors.Join(s.stopCheckpointer(), s.r.Close(), s.w.Close())
 }
@@ -169,7 +183,12 @@ func (s *Store) Close() error {
 func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, bool) {
 	st, ok := s.stmts[query]
 	if !ok {
-		return nil, false
+		if late := s.late.Load(); late != nil {
+			st, ok = (*late)[query]
+		}
+		if !ok {
+			return nil, false
+		}
 	}
 	if b := s.group.stmts.Load(); b != nil && b.tx == tx {
 		return b.bound(ctx, st), true
@@ -187,6 +206,48 @@ func (s *Store) prepare(ctx context.Context) error {
 		s.stmts[q] = st
 	}
 	return nil
+}
+
+// execRows runs a multi-row statement in tx: prepared when it has been
+// prepared, else unprepared this time and wanted prepared.
+func (s *Store) execRows(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st, ok := s.stmt(ctx, tx, query); ok {
+		return st.ExecContext(ctx, args...)
+	}
+	s.wantMu.Lock()
+	if s.wanted == nil {
+		s.wanted = map[string]bool{}
+	}
+	s.wanted[query] = true
+	s.wantMu.Unlock()
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// prepareWanted prepares the statements execRows ran unprepared. It needs
+// the writer connection free: the group's leader calls it after its
+// transaction, before handing the writer on. A statement that fails to
+// prepare stays unprepared.
+func (s *Store) prepareWanted(ctx context.Context) {
+	s.wantMu.Lock()
+	wanted := s.wanted
+	s.wanted = nil
+	s.wantMu.Unlock()
+	if len(wanted) == 0 {
+		return
+	}
+	next := map[string]*sql.Stmt{}
+	if late := s.late.Load(); late != nil {
+		maps.Copy(next, *late)
+	}
+	for q := range wanted {
+		if _, done := next[q]; done {
+			continue
+		}
+		if st, err := s.w.PrepareContext(ctx, q); err == nil {
+			next[q] = st
+		}
+	}
+	s.late.Store(&next)
 }
 
 // exec runs a statement in tx, prepared when it is a hot one.

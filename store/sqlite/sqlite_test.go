@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -99,5 +100,46 @@ func TestChunksCoverEveryCount(t *testing.T) {
 		if want := (n + 7) / 8; len(parts) != want {
 			t.Errorf("chunks(%d) = %v: want %d statements", n, parts, want)
 		}
+	}
+}
+
+// The larger multi-row statements are prepared after their first use, by
+// the writer that used them, and used prepared from then on.
+func TestMultiRowStatementsArePreparedOnFirstUse(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "x.db"), Options{Durability: Normal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutVersion(ctx, storeVersion()); err != nil {
+		t.Fatal(err)
+	}
+	r := storeRun(0)
+	if _, err := s.CreateRun(ctx, r, []store.Event{{Type: "run.created"}}); err != nil {
+		t.Fatal(err)
+	}
+	six := sqlInsertEvents[6]
+	if _, ok := s.stmts[six]; ok {
+		t.Fatal("the 6-row insert is prepared when the store opens")
+	}
+	rev := int64(1)
+	for round := range 2 {
+		c := stepCommit(r.ID, rev, round)
+		for i := range 4 {
+			c.Events = append(c.Events, store.Event{Type: fmt.Sprintf("extra.%d", i)})
+		}
+		res, err := s.Commit(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = res.Rev
+		late := s.late.Load()
+		if late == nil || (*late)[six] == nil {
+			t.Fatalf("round %d: the 6-row insert was not prepared after its use", round)
+		}
+	}
+	if evs, err := s.Events(ctx, r.ID, 0, 0); err != nil || len(evs) != 13 {
+		t.Fatalf("%d events, %v; want 13", len(evs), err)
 	}
 }

@@ -48,15 +48,14 @@ const (
 var hotStatements = []string{sqlAdvanceRun, sqlSetStatus, sqlStepRun, sqlStepRunAt, sqlClosePause, sqlInsertAnswer, sqlUpsertAttempt, sqlInsertPause, sqlInsertRun,
 	sqlSavepoint, sqlRollbackSavepoint, sqlReleaseSavepoint}
 
-// rowCounts are the numbers of rows the multi-row INSERTs are prepared for
-// (all when the store opens): a commit's events and steps go in as few
-// statements as these sizes allow. A step records 1 to 3 events, an answer
-// with the steps that ride along with it 5 to 8: one statement each. The
-// long merged commits of pure steps (the engine's ahead.go) take one per 8
-// rows. Larger sizes would save more there (a 32-row statement: 11 µs of
-// store CPU per merged step against 13.5 with 8 rows, BenchmarkCommitMerged)
-// but cost every start their preparation (opening the store: 2.2 ms against
-// 1.6 ms), and unprepared they cost more than they save.
+// rowCounts are the numbers of rows the multi-row INSERTs are made for: a
+// commit's events and steps go in as few statements as these sizes allow.
+// A step records 1 to 3 events, an answer with the steps that ride along
+// with it 5 to 8: one statement each. The long merged commits of pure steps
+// (the engine's ahead.go) take one per 8 rows. Larger sizes would save more
+// there (a 32-row statement: 11 µs of store CPU per merged step against 13.5
+// with 8 rows, BenchmarkCommitMerged) but prepared they cost every start
+// 0.6 ms, and unprepared (parsed at each use) more than they save.
 var rowCounts = []int{8, 7, 6, 5, 4, 3, 2, 1}
 
 // chunks splits n rows into the row counts of rowCounts, largest first.
@@ -98,9 +97,26 @@ func variants(head, row, tail string) []string {
 	return out
 }
 
+// eagerRows are the row counts whose statements are prepared when the
+// store opens, as before there were more: events of up to 4 rows, steps of
+// one. The others are prepared on first use (Store.execRows): each prepared
+// statement stays in memory, and an idle server that never answers or
+// merges should not carry them (about 0.5 MB for all sixteen).
+func eagerRows(n int, events bool) bool {
+	if events {
+		return n <= 4
+	}
+	return n == 1
+}
+
 func init() {
 	for _, n := range rowCounts {
-		hotStatements = append(hotStatements, sqlInsertEvents[n], sqlUpsertSteps[n])
+		if eagerRows(n, true) {
+			hotStatements = append(hotStatements, sqlInsertEvents[n])
+		}
+		if eagerRows(n, false) {
+			hotStatements = append(hotStatements, sqlUpsertSteps[n])
+		}
 	}
 }
 
