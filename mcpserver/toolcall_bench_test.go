@@ -20,16 +20,15 @@ import (
 //	go test ./mcpserver -run '^$' -bench ToolCall -benchmem -cpuprofile /tmp/cpu.out
 //	go tool pprof -top -tagfocus side=server /tmp/cpu.out
 
-// pipeSession serves a fresh home over pipes and returns a client session.
-func pipeSession(b *testing.B) *mcp.ClientSession {
+// benchServer serves a fresh home holding greet and ask-loop (which asks
+// again and again, as bench's continue figure uses it); stop ends it.
+func benchServer(b *testing.B) (srv *Server, ctx context.Context, stop func()) {
 	b.Helper()
 	home := b.TempDir()
 	lib := filepath.Join(home, "workflows")
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	// greet, and ask-loop (which asks again and again) as bench's continue
-	// figure uses it.
 	for _, src := range []string{filepath.Join("testdata", "greet.yaml"), filepath.Join("..", "bench", "workflows", "ask-loop.yaml")} {
 		data, err := os.ReadFile(src)
 		if err != nil {
@@ -44,8 +43,19 @@ func pipeSession(b *testing.B) *mcp.ClientSession {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := New(svc, Options{Version: "bench"})
+	srv = New(svc, Options{Version: "bench"})
 	srv.Start(ctx)
+	return srv, ctx, func() {
+		cancel()
+		srv.Close()
+		_ = svc.Close(context.Background())
+	}
+}
+
+// pipeSession serves a fresh home over pipes and returns a client session.
+func pipeSession(b *testing.B) *mcp.ClientSession {
+	b.Helper()
+	srv, ctx, stop := benchServer(b)
 	toServer, fromClient, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
@@ -68,12 +78,10 @@ func pipeSession(b *testing.B) *mcp.ClientSession {
 	}
 	b.Cleanup(func() {
 		_ = cs.Close()
-		cancel()
 		toServer.Close()
 		toClient.Close()
 		<-done
-		srv.Close()
-		_ = svc.Close(context.Background())
+		stop()
 	})
 	return cs
 }

@@ -4,14 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"stepwise.dev/stepwise/service"
 )
 
 // The server's share of a tool call over streamable HTTP, in process: the
@@ -26,25 +22,7 @@ import (
 // session.
 func httpSession(b *testing.B) *mcp.ClientSession {
 	b.Helper()
-	home := b.TempDir()
-	lib := filepath.Join(home, "workflows")
-	if err := os.MkdirAll(lib, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join("testdata", "greet.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(lib, "greet.yaml"), data, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.Open(ctx, service.Options{Home: home, Durability: "normal"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := New(svc, Options{Version: "bench"})
-	srv.Start(ctx)
+	srv, ctx, stop := benchServer(b)
 	h := srv.HTTPHandler(HTTPOptions{})
 	labelled := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pprof.Do(r.Context(), pprof.Labels("side", "server"), func(context.Context) { h.ServeHTTP(w, r) })
@@ -58,9 +36,7 @@ func httpSession(b *testing.B) *mcp.ClientSession {
 	b.Cleanup(func() {
 		_ = cs.Close()
 		hs.Close()
-		cancel()
-		srv.Close()
-		_ = svc.Close(context.Background())
+		stop()
 	})
 	return cs
 }

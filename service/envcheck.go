@@ -23,11 +23,7 @@ const CodeEnvNotAllowed = "ENV_NOT_ALLOWED"
 // as unset. A sub-workflow named by a template is only known when its step
 // runs; the policy applies to its reads then (they read as unset).
 func (s *Service) CheckEnv(l *Loaded) error {
-	dir := ""
-	if l.Path != "" {
-		dir = absDir(l.Path)
-	}
-	return s.checkEnv(l.Workflow, dir)
+	return s.checkEnv(l.Workflow, subDir(l))
 }
 
 // checkEnv is CheckEnv for a workflow whose sub-workflows may also be found

@@ -73,20 +73,7 @@ func TestStartRunRefusesEnvUpFront(t *testing.T) {
 
 func TestEnvCheckFollowsSubWorkflows(t *testing.T) {
 	svc := restricted(t)
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	write("inner", "version: 1\nname: inner\nenv: [SECRET_X]\nsteps:\n  - {id: s, uses: noop}\n")
-	outer := write("outer", "version: 1\nname: outer\nsteps:\n  - {id: call, workflow: inner}\n")
-	l, err := svc.LoadWorkflow(outer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := outerCalling(t, svc, "version: 1\nname: inner\nenv: [SECRET_X]\nsteps:\n  - {id: s, uses: noop}\n")
 	if err := svc.CheckEnv(l); engine.CodeOf(err) != CodeEnvNotAllowed || !strings.Contains(err.Error(), "inner") {
 		t.Fatalf("sub-workflow: %v", err)
 	}

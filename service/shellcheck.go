@@ -21,11 +21,16 @@ import (
 // hooks, and the sub-workflows it calls. A command written as a template is only known when the step
 // runs; the shell action checks it then.
 func (s *Service) CheckShell(l *Loaded) error {
-	dir := ""
-	if l.Path != "" {
-		dir = absDir(l.Path)
+	return s.checkShell(l.Workflow, subDir(l))
+}
+
+// subDir is where a loaded workflow's sub-workflows are looked up besides
+// the library: its file's directory ("" for one that has no file).
+func subDir(l *Loaded) string {
+	if l.Path == "" {
+		return ""
 	}
-	return s.checkShell(l.Workflow, dir)
+	return absDir(l.Path)
 }
 
 // checkShell is CheckShell for a workflow whose sub-workflows may also be

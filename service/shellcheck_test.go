@@ -55,8 +55,10 @@ func TestStartRunRefusesShellUpFront(t *testing.T) {
 	}
 }
 
-func TestShellCheckFollowsSubWorkflows(t *testing.T) {
-	svc := openWith(t, Options{})
+// outerCalling writes inner (a workflow named inner) and a workflow outer
+// that calls it into a fresh directory, and loads outer.
+func outerCalling(t *testing.T, svc *Service, inner string) *Loaded {
+	t.Helper()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name+".yaml")
@@ -65,12 +67,17 @@ func TestShellCheckFollowsSubWorkflows(t *testing.T) {
 		}
 		return p
 	}
-	write("inner", "version: 1\nname: inner\nsteps:\n  - {id: s, uses: shell, with: {command: touch}}\n")
-	outer := write("outer", "version: 1\nname: outer\nsteps:\n  - {id: call, workflow: inner}\n")
-	l, err := svc.LoadWorkflow(outer)
+	write("inner", inner)
+	l, err := svc.LoadWorkflow(write("outer", "version: 1\nname: outer\nsteps:\n  - {id: call, workflow: inner}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+func TestShellCheckFollowsSubWorkflows(t *testing.T) {
+	svc := openWith(t, Options{})
+	l := outerCalling(t, svc, "version: 1\nname: inner\nsteps:\n  - {id: s, uses: shell, with: {command: touch}}\n")
 	if err := svc.CheckShell(l); engine.CodeOf(err) != action.CodeShellNotAllowed || !strings.Contains(err.Error(), "inner") {
 		t.Fatalf("sub-workflow: %v", err)
 	}

@@ -1,9 +1,9 @@
+//go:build unix
+
 package main
 
 import (
-	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -22,17 +22,11 @@ outputs:
   got: ${{ env.STEPWISE_E2E_SECRET }}
 `
 
-// serveWithEnv starts `stepwise serve` with extra environment variables.
+// serveWithEnv starts `stepwise serve` on a fresh home with extra
+// environment variables.
 func serveWithEnv(t *testing.T, env []string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(sharedBinary(t), append([]string{"--home", t.TempDir(), "serve"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return serveStdioEnv(t, env, append([]string{"--home", t.TempDir(), "serve"}, args...)...)
 }
 
 // `stepwise serve` lets workflows read only the variables the operator

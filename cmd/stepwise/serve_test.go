@@ -356,3 +356,22 @@ func TestServeHTTPSecurity(t *testing.T) {
 		t.Errorf("--insecure: %q", line)
 	}
 }
+
+// serveStdio starts the binary with args and connects to it over stdio.
+func serveStdio(t *testing.T, args ...string) *mcp.ClientSession {
+	t.Helper()
+	return serveStdioEnv(t, nil, args...)
+}
+
+// serveStdioEnv is serveStdio with extra environment variables.
+func serveStdioEnv(t *testing.T, env []string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(sharedBinary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}

@@ -3,14 +3,10 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A command that prints what looks like JSON-RPC, then leaves a file.
@@ -26,17 +22,6 @@ steps:
 outputs:
   said: ${{ steps.say.output.stdout }}
 `
-
-func serveStdio(t *testing.T, args ...string) *mcp.ClientSession {
-	t.Helper()
-	cmd := exec.Command(sharedBinary(t), args...)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
 
 // `stepwise serve` refuses shell unless the operator passes --allow-shell;
 // with it, the command runs in --workspace and its output never reaches
