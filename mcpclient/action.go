@@ -26,6 +26,16 @@ type Config struct {
 	// LookupEnv resolves $NAME references and gives stdio servers PATH and
 	// HOME (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
+	// InlineEnv resolves the $NAME references of a server the step defines
+	// itself (with.url or with.command, their env and headers), which
+	// whoever wrote the workflow chose (default LookupEnv). `stepwise serve`
+	// restricts it to the variables the operator allows, as it does every
+	// read of the environment by workflows; the servers file is the
+	// operator's and reads LookupEnv.
+	InlineEnv func(string) (string, bool)
+	// InlineEnvHint is added to the error of a reference InlineEnv does
+	// not resolve (how to allow it).
+	InlineEnvHint string
 	// Version is the client version told to servers (default "dev").
 	Version string
 }
@@ -40,6 +50,9 @@ type Action struct {
 func New(cfg Config) *Action {
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
+	}
+	if cfg.InlineEnv == nil {
+		cfg.InlineEnv = cfg.LookupEnv
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"

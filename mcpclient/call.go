@@ -59,8 +59,15 @@ func (a *Action) Run(ctx context.Context, c action.Call) (any, error) {
 	if err != nil {
 		return nil, &action.Error{Err: fmt.Errorf("mcp: %w", err)}
 	}
-	r, err := resolve(req.server, a.cfg.LookupEnv)
+	lookup, hint := a.cfg.LookupEnv, ""
+	if req.name == "" {
+		lookup, hint = a.cfg.InlineEnv, a.cfg.InlineEnvHint
+	}
+	r, err := resolve(req.server, lookup)
 	if err != nil {
+		if hint != "" {
+			err = fmt.Errorf("%w (%s)", err, hint)
+		}
 		return nil, &action.Error{Err: fmt.Errorf("mcp: %s: %w", req.what(), err)}
 	}
 	log := c.Logger

@@ -21,6 +21,7 @@ import (
 
 	"stepwise.dev/stepwise/mcpclient"
 	"stepwise.dev/stepwise/mcpclient/mcpclienttest"
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -382,4 +383,40 @@ func (w syncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+// Under an environment policy a server the step defines itself reads only
+// allowed variables in its headers (the workflow's writer chose both the
+// URL and the names); a server of servers.yaml is the operator's and reads
+// what it names.
+func TestMCPActionInlineServerFollowsTheEnvPolicy(t *testing.T) {
+	stats := &mcpclienttest.Stats{}
+	srv := mcpclienttest.NewServer(stats, false)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	ctx := context.Background()
+	env := map[string]string{"SERVER_TOKEN": "tok-0123456789", "OK_KEY": "key-0123456789"}
+	svc, err := Open(ctx, Options{Home: mcpHome(t, "servers:\n  api:\n    url: "+ts.URL+"\n    headers: {Authorization: Bearer $SERVER_TOKEN}\n"),
+		Durability: "normal", LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		EnvPolicy: secret.EnvPolicy{Restricted: true, Allow: []string{"OK_*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(ctx)
+	inline := func(ref string) store.Run {
+		return runUntilStopped(t, svc, "version: 1\nname: inline\ninputs:\n  url: {type: string}\nsteps:\n  - id: call\n    uses: mcp\n"+
+			"    with: {url: '${{ inputs.url }}', headers: {X-Key: "+ref+"}, tool: header, arguments: {name: X-Key}}\noutputs:\n  got: ${{ steps.call.output }}\n",
+			map[string]any{"url": ts.URL})
+	}
+	refused := inline("$SERVER_TOKEN")
+	if refused.Status != store.StatusFailed || !strings.Contains(string(refused.Error), "--allow-env") || strings.Contains(string(refused.Error), "tok-0123456789") {
+		t.Fatalf("a refused variable in a step's own server: %s %s", refused.Status, refused.Error)
+	}
+	if allowed := inline("$OK_KEY"); allowed.Status != store.StatusSucceeded {
+		t.Fatalf("an allowed variable: %s %s", allowed.Status, allowed.Error)
+	}
+	named := runUntilStopped(t, svc, "version: 1\nname: named\nsteps:\n  - id: call\n    uses: mcp\n    with: {server: api, tool: header, arguments: {name: Authorization}}\noutputs:\n  got: ${{ steps.call.output }}\n", nil)
+	if named.Status != store.StatusSucceeded || !reflect.DeepEqual(runOutputs(t, named)["got"], map[string]any{"value": "Bearer ***", "set": true}) {
+		t.Fatalf("servers.yaml's server: %s %s %s", named.Status, named.Error, named.Outputs)
+	}
 }

@@ -93,6 +93,15 @@ func workflowEnv(opts Options) func(string) (string, bool) {
 	return opts.EnvPolicy.Lookup(lookup)
 }
 
+// inlineEnvHint tells how a variable a step's own MCP server names is
+// allowed, when the policy restricts reads.
+func inlineEnvHint(opts Options) string {
+	if !opts.EnvPolicy.Restricted {
+		return ""
+	}
+	return "a server the step defines reads only the environment variables the operator allows: stepwise serve --allow-env NAME"
+}
+
 // Service is stepwise's use cases.
 type Service struct {
 	Home    *home.Home
@@ -153,7 +162,8 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	}
 	actions := action.Builtins()
 	actions.Register(mcpclient.New(mcpclient.Config{ServersFile: filepath.Join(h.Dir, mcpclient.ServersFile),
-		AllowInlineCommands: opts.AllowInlineMCPCommands, LookupEnv: opts.LookupEnv}))
+		AllowInlineCommands: opts.AllowInlineMCPCommands, LookupEnv: opts.LookupEnv,
+		InlineEnv: workflowEnv(opts), InlineEnvHint: inlineEnvHint(opts)}))
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
 	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
