@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/workflow"
@@ -21,7 +22,7 @@ func (e *Engine) agentSecret(req Request, v any) (any, []workflow.Violation) {
 		}
 		clear, err := secret.ResolveEnvRef(ref, e.lookupEnv)
 		if errors.Is(err, secret.ErrUnset) {
-			return nil, &workflow.Violation{Path: path, Rule: "secret", Message: fmt.Sprintf("the environment variable %s is not set in the server's environment, or the server does not let workflows read it (stepwise serve --allow-env %s)", ref[1:], ref[1:])}
+			return nil, &workflow.Violation{Path: path, Rule: "secret", Message: e.unsetMessage(ref[1:])}
 		}
 		if err != nil {
 			return nil, &workflow.Violation{Path: path, Rule: "secret", Message: err.Error()}
@@ -60,4 +61,14 @@ func (e *Engine) agentSecret(req Request, v any) (any, []workflow.Violation) {
 		out[f.Name] = clear
 	}
 	return out, vs
+}
+
+// unsetMessage says that an environment variable a $NAME reference names
+// reads as unset, and how to allow it when the server restricts reads.
+func (e *Engine) unsetMessage(name string) string {
+	msg := fmt.Sprintf("the environment variable %s is not set in the server's environment", name)
+	if e.envHint != "" {
+		msg += " or " + strings.ReplaceAll(e.envHint, "NAME", name)
+	}
+	return msg
 }

@@ -36,6 +36,10 @@ type Config struct {
 	TokenTTL time.Duration
 	// LookupEnv reads the environment (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
+	// EnvHint, when LookupEnv is restricted to some variables, says how
+	// another is allowed; it is added to the message of a $NAME reference
+	// that reads as unset ("NAME" in it stands for the variable).
+	EnvHint string
 	// Logger receives the engine's logs (default: discard). Secrets are
 	// masked per run before anything reaches it.
 	Logger *slog.Logger
@@ -73,6 +77,7 @@ type Engine struct {
 	sealer    *secret.Sealer
 	tokenTTL  time.Duration
 	lookupEnv func(string) (string, bool)
+	envHint   string
 	log       *slog.Logger
 	output    io.Writer
 	now       func() time.Time
@@ -126,6 +131,7 @@ func New(cfg Config) (*Engine, error) {
 		sealer:    sealer,
 		tokenTTL:  cfg.TokenTTL,
 		lookupEnv: cfg.LookupEnv,
+		envHint:   cfg.EnvHint,
 		log:       cfg.Logger,
 		output:    cfg.ActionOutput,
 		now:       cfg.Now,

@@ -167,6 +167,10 @@ func (e *Engine) ResolveInputs(wf *workflow.Workflow, given map[string]any) Inpu
 		if ok && in.Secret {
 			if s, isStr := v.(string); isStr && secret.IsEnvRef(s) {
 				clear, err := secret.ResolveEnvRef(s, e.lookupEnv)
+				if errors.Is(err, secret.ErrUnset) {
+					bad(name, "input", fmt.Sprintf("input %q: %s", name, e.unsetMessage(s[1:])))
+					continue
+				}
 				if err != nil {
 					bad(name, "input", err.Error())
 					continue

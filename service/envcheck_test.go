@@ -221,3 +221,29 @@ func TestPlanReportsTheEnvPolicy(t *testing.T) {
 		t.Fatalf("without a policy: %+v %v", p, err)
 	}
 }
+
+// A secret input given as $NAME reads the environment through the policy;
+// the refusal says how to allow the variable (and only where a policy
+// restricts reads).
+func TestSecretInputReferencesFollowTheEnvPolicy(t *testing.T) {
+	ctx := context.Background()
+	doc := []byte("version: 1\nname: w\ninputs:\n  token: {type: string, secret: true}\nsteps:\n  - {id: a, uses: noop}\n")
+	start := func(svc *Service, ref string) error {
+		l, err := svc.Parse(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = svc.StartRun(ctx, l, map[string]any{"token": ref}, false)
+		return err
+	}
+	svc := restricted(t)
+	if err := start(svc, "$SECRET_X"); err == nil || !strings.Contains(err.Error(), "--allow-env SECRET_X") {
+		t.Errorf("a refused variable: %v", err)
+	}
+	if err := start(svc, "$OK_A"); err != nil {
+		t.Errorf("an allowed variable: %v", err)
+	}
+	if err := start(openWith(t, Options{LookupEnv: testEnv}), "$NOPE"); err == nil || strings.Contains(err.Error(), "--allow-env") {
+		t.Errorf("an unset variable without a policy: %v", err)
+	}
+}
