@@ -23,37 +23,35 @@ const CodeEnvNotAllowed = "ENV_NOT_ALLOWED"
 // as unset. A sub-workflow named by a template is only known when its step
 // runs; the policy applies to its reads then (they read as unset).
 func (s *Service) CheckEnv(l *Loaded) error {
-	return s.checkEnv(l.Workflow, subDir(l))
-}
-
-// checkEnv is CheckEnv for a workflow whose sub-workflows may also be found
-// in dir.
-func (s *Service) checkEnv(wf *workflow.Workflow, dir string) error {
 	if !s.EnvPolicy.Restricted {
 		return nil
 	}
-	return s.walkCalled(wf, dir, s.checkEnvOf)
+	return s.checkEnvOf(s.calledWorkflows(l.Workflow, subDir(l)))
 }
 
-// checkEnvOf checks the declared variables of one workflow.
-func (s *Service) checkEnvOf(wf *workflow.Workflow) error {
-	var names []string
-	var vs []workflow.Violation
-	for _, u := range wf.EnvUses() {
-		if s.EnvPolicy.Allows(u.Name) {
+// checkEnvOf checks the declared variables of workflows: the first that
+// declares a refused one is refused, with each of its declarations.
+func (s *Service) checkEnvOf(wfs []*workflow.Workflow) error {
+	for _, wf := range wfs {
+		var names []string
+		var vs []workflow.Violation
+		for _, u := range wf.EnvUses() {
+			if s.EnvPolicy.Allows(u.Name) {
+				continue
+			}
+			names = append(names, u.Name)
+			vs = append(vs, workflow.Violation{Path: u.Path, Rule: "env-not-allowed",
+				Message: fmt.Sprintf("workflow %s reads the environment variable %s, which this server does not let workflows read", wf.Name, u.Name)})
+		}
+		if len(vs) == 0 {
 			continue
 		}
-		names = append(names, u.Name)
-		vs = append(vs, workflow.Violation{Path: u.Path, Rule: "env-not-allowed",
-			Message: fmt.Sprintf("workflow %s reads the environment variable %s, which this server does not let workflows read", wf.Name, u.Name)})
+		names = s.EnvPolicy.Refused(names)
+		return &engine.Error{Code: CodeEnvNotAllowed, Category: CategorySecurity, Workflow: wf.Name, Violations: vs,
+			Message:    fmt.Sprintf("workflow %s reads environment variables this server does not let workflows read: %s", wf.Name, strings.Join(names, ", ")),
+			Suggestion: "run it with the local CLI (stepwise run), or " + secret.AllowHint(names)}
 	}
-	if len(vs) == 0 {
-		return nil
-	}
-	names = s.EnvPolicy.Refused(names)
-	return &engine.Error{Code: CodeEnvNotAllowed, Category: CategorySecurity, Workflow: wf.Name, Violations: vs,
-		Message:    fmt.Sprintf("workflow %s reads environment variables this server does not let workflows read: %s", wf.Name, strings.Join(names, ", ")),
-		Suggestion: "run it with the local CLI (stepwise run), or " + secret.AllowHint(names)}
+	return nil
 }
 
 // checkCredentials refuses catalog credentials that name ($NAME) an

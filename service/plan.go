@@ -103,12 +103,13 @@ func (s *Service) Plan(_ context.Context, req PlanRequest) (*Plan, error) {
 		p.Violations = append(p.Violations, workflow.Violation{Rule: "unsupported", Message: unsupported.Message})
 	}
 	// A start would be refused by the shell policy: the plan says so.
+	shell, env := s.policyRefusals(wf, dir)
 	var refused *engine.Error
-	if errors.As(s.checkShell(wf, dir), &refused) {
+	if errors.As(shell, &refused) {
 		p.Violations = append(p.Violations, workflow.Violation{Rule: "shell-not-allowed", Message: refused.Message + " (" + refused.Code + ")", Hint: refused.Suggestion})
 	}
 	// So would a variable the environment policy does not let it read.
-	if errors.As(s.checkEnv(wf, dir), &refused) {
+	if errors.As(env, &refused) {
 		for _, v := range refused.Violations {
 			v.Hint = refused.Suggestion
 			p.Violations = append(p.Violations, v)

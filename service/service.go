@@ -338,10 +338,7 @@ func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
 // policy refuses is refused here (SHELL_NOT_ALLOWED), before anything
 // runs.
 func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any, detached bool) (string, error) {
-	if err := s.CheckShell(l); err != nil {
-		return "", err
-	}
-	if err := s.CheckEnv(l); err != nil {
+	if err := s.checkPolicies(l); err != nil {
 		return "", err
 	}
 	dir := ""

@@ -1,11 +1,8 @@
 package service
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"stepwise.dev/stepwise/action"
@@ -21,78 +18,33 @@ import (
 // hooks, and the sub-workflows it calls. A command written as a template is only known when the step
 // runs; the shell action checks it then.
 func (s *Service) CheckShell(l *Loaded) error {
-	return s.checkShell(l.Workflow, subDir(l))
-}
-
-// subDir is where a loaded workflow's sub-workflows are looked up besides
-// the library: its file's directory ("" for one that has no file).
-func subDir(l *Loaded) string {
-	if l.Path == "" {
-		return ""
+	if !s.shellRestricted() {
+		return nil
 	}
-	return absDir(l.Path)
+	return s.checkShellOf(s.calledWorkflows(l.Workflow, subDir(l)))
 }
 
-// checkShell is CheckShell for a workflow whose sub-workflows may also be
-// found in dir.
-func (s *Service) checkShell(wf *workflow.Workflow, dir string) error {
-	if s.ShellPolicy.Enabled && len(s.ShellPolicy.Allow) == 0 {
-		return nil // everything is allowed
-	}
-	return s.walkCalled(wf, dir, s.checkShellOf)
+// shellRestricted reports whether the shell policy refuses anything.
+func (s *Service) shellRestricted() bool {
+	return !s.ShellPolicy.Enabled || len(s.ShellPolicy.Allow) > 0
 }
 
-// checkShellOf checks the shell calls of one workflow.
-func (s *Service) checkShellOf(wf *workflow.Workflow) error {
-	for _, u := range shellUses(wf) {
-		program, env, known := staticCommand(u.with)
-		if !known && s.ShellPolicy.Enabled {
-			continue
-		}
-		err := s.ShellPolicy.Check(program, env)
-		var refusal *action.ShellRefusal
-		if !errors.As(err, &refusal) {
-			continue
-		}
-		return &engine.Error{Code: action.CodeShellNotAllowed, Category: CategorySecurity, Workflow: wf.Name, StepID: u.id,
-			Message:    fmt.Sprintf("workflow %s runs a shell command in %s: %s", wf.Name, u.where, refusal.Reason),
-			Suggestion: "run it with the local CLI (stepwise run), or ask the operator to start the server with --allow-shell or --allow-shell-cmd NAME"}
-	}
-	return nil
-}
-
-// walkCalled applies check to wf and to every sub-workflow it calls by a
-// literal name (found from dir as the engine finds it), at any depth, each
-// once (a workflow may call itself); the first error stops the walk. A
-// sub-workflow that is missing or does not parse is passed over: its step
-// fails when it runs.
-func (s *Service) walkCalled(wf *workflow.Workflow, dir string, check func(*workflow.Workflow) error) error {
-	return s.walkCalledIn(wf, dir, check, map[string]bool{})
-}
-
-func (s *Service) walkCalledIn(wf *workflow.Workflow, dir string, check func(*workflow.Workflow) error, seen map[string]bool) error {
-	if err := check(wf); err != nil {
-		return err
-	}
-	for _, st := range workflow.Flatten(wf.Steps) {
-		if st.Workflow == "" || strings.Contains(st.Workflow, "${{") {
-			continue
-		}
-		path, err := findSubWorkflow(s.Home, dir, st.Workflow)
-		if err != nil || seen[path] {
-			continue
-		}
-		seen[path] = true
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		sub, err := s.parseIn(data, filepath.Dir(path))
-		if err != nil {
-			continue
-		}
-		if err := s.walkCalledIn(sub.Workflow, absDir(path), check, seen); err != nil {
-			return err
+// checkShellOf checks the shell calls of workflows, in order.
+func (s *Service) checkShellOf(wfs []*workflow.Workflow) error {
+	for _, wf := range wfs {
+		for _, u := range shellUses(wf) {
+			program, env, known := staticCommand(u.with)
+			if !known && s.ShellPolicy.Enabled {
+				continue
+			}
+			err := s.ShellPolicy.Check(program, env)
+			var refusal *action.ShellRefusal
+			if !errors.As(err, &refusal) {
+				continue
+			}
+			return &engine.Error{Code: action.CodeShellNotAllowed, Category: CategorySecurity, Workflow: wf.Name, StepID: u.id,
+				Message:    fmt.Sprintf("workflow %s runs a shell command in %s: %s", wf.Name, u.where, refusal.Reason),
+				Suggestion: "run it with the local CLI (stepwise run), or ask the operator to start the server with --allow-shell or --allow-shell-cmd NAME"}
 		}
 	}
 	return nil
@@ -167,20 +119,4 @@ func staticCommand(with map[string]any) (program string, env map[string]string, 
 		return "", nil, false
 	}
 	return program, env, true
-}
-
-// checkRunPolicies applies CheckShell and CheckEnv to the workflow a run
-// is pinned to (retry and fork run it again).
-func (s *Service) checkRunPolicies(ctx context.Context, runID string) error {
-	if s.ShellPolicy.Enabled && len(s.ShellPolicy.Allow) == 0 && !s.EnvPolicy.Restricted {
-		return nil // no need to load the definition
-	}
-	l, err := s.Definition(ctx, runID)
-	if err != nil {
-		return nil // the engine reports a missing run in its own words
-	}
-	if err := s.CheckShell(l); err != nil {
-		return err
-	}
-	return s.CheckEnv(l)
 }
