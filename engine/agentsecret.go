@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/workflow"
@@ -67,8 +66,10 @@ func (e *Engine) agentSecret(req Request, v any) (any, []workflow.Violation) {
 // reads as unset, and how to allow it when the server restricts reads.
 func (e *Engine) unsetMessage(name string) string {
 	msg := fmt.Sprintf("the environment variable %s is not set in the server's environment", name)
-	if e.envHint != "" {
-		msg += " or " + strings.ReplaceAll(e.envHint, "NAME", name)
+	if e.envHint != nil {
+		if hint := e.envHint(name); hint != "" {
+			msg += " or " + hint
+		}
 	}
 	return msg
 }

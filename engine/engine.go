@@ -37,9 +37,9 @@ type Config struct {
 	// LookupEnv reads the environment (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
 	// EnvHint, when LookupEnv is restricted to some variables, says how
-	// another is allowed; it is added to the message of a $NAME reference
-	// that reads as unset ("NAME" in it stands for the variable).
-	EnvHint string
+	// the variable of a $NAME reference that reads as unset is allowed ("":
+	// nothing to add); nil adds nothing.
+	EnvHint func(name string) string
 	// Logger receives the engine's logs (default: discard). Secrets are
 	// masked per run before anything reaches it.
 	Logger *slog.Logger
@@ -77,7 +77,7 @@ type Engine struct {
 	sealer    *secret.Sealer
 	tokenTTL  time.Duration
 	lookupEnv func(string) (string, bool)
-	envHint   string
+	envHint   func(name string) string
 	log       *slog.Logger
 	output    io.Writer
 	now       func() time.Time

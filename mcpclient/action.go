@@ -33,9 +33,9 @@ type Config struct {
 	// read of the environment by workflows; the servers file is the
 	// operator's and reads LookupEnv.
 	InlineEnv func(string) (string, bool)
-	// InlineEnvHint is added to the error of a reference InlineEnv does
-	// not resolve (how to allow it).
-	InlineEnvHint string
+	// InlineEnvHint, when not nil, says how the variable of a reference
+	// InlineEnv does not resolve is allowed; it is added to the error.
+	InlineEnvHint func(name string) string
 	// Version is the client version told to servers (default "dev").
 	Version string
 }

@@ -59,14 +59,17 @@ func (a *Action) Run(ctx context.Context, c action.Call) (any, error) {
 	if err != nil {
 		return nil, &action.Error{Err: fmt.Errorf("mcp: %w", err)}
 	}
-	lookup, hint := a.cfg.LookupEnv, ""
+	lookup := a.cfg.LookupEnv
 	if req.name == "" {
-		lookup, hint = a.cfg.InlineEnv, a.cfg.InlineEnvHint
+		lookup = a.cfg.InlineEnv
 	}
 	r, err := resolve(req.server, lookup)
 	if err != nil {
-		if hint != "" {
-			err = fmt.Errorf("%w (%s)", err, hint)
+		var unset *unsetError
+		if req.name == "" && a.cfg.InlineEnvHint != nil && errors.As(err, &unset) {
+			if hint := a.cfg.InlineEnvHint(unset.name); hint != "" {
+				err = fmt.Errorf("%w, or %s", err, hint)
+			}
 		}
 		return nil, &action.Error{Err: fmt.Errorf("mcp: %s: %w", req.what(), err)}
 	}

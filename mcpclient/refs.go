@@ -33,7 +33,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string, err
 		}
 		v, ok := lookup(name)
 		if !ok {
-			return "", nil, fmt.Errorf("environment variable %s is not set", name)
+			return "", nil, &unsetError{name}
 		}
 		b.WriteString(v)
 		used = append(used, v)
@@ -60,3 +60,8 @@ func refName(s string) string {
 	}
 	return s
 }
+
+// unsetError is a reference to a variable that is not set.
+type unsetError struct{ name string }
+
+func (e *unsetError) Error() string { return fmt.Sprintf("environment variable %s is not set", e.name) }

@@ -90,6 +90,15 @@ func (p EnvPolicy) Refused(names []string) []string {
 	return out
 }
 
+// UnsetHint says, for a variable that reads as unset, that the policy may
+// be why and how to allow it ("" when the policy restricts nothing).
+func (p EnvPolicy) UnsetHint(name string) string {
+	if !p.Restricted {
+		return ""
+	}
+	return "the server does not let workflows read it (stepwise serve --allow-env " + name + ")"
+}
+
 // AllowHint is how an operator allows names, for error messages.
 func AllowHint(names []string) string {
 	flags := make([]string, len(names))

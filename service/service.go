@@ -93,23 +93,6 @@ func workflowEnv(opts Options) func(string) (string, bool) {
 	return opts.EnvPolicy.Lookup(lookup)
 }
 
-// envHint tells how a variable is allowed, when the policy restricts
-// reads ("NAME" stands for the variable).
-func envHint(opts Options) string {
-	if !opts.EnvPolicy.Restricted {
-		return ""
-	}
-	return "the server does not let workflows read it (stepwise serve --allow-env NAME)"
-}
-
-// inlineHint is envHint for the servers an mcp step defines itself.
-func inlineHint(opts Options) string {
-	if !opts.EnvPolicy.Restricted {
-		return ""
-	}
-	return "a server the step defines reads only the environment variables the operator allows: stepwise serve --allow-env NAME"
-}
-
 // Service is stepwise's use cases.
 type Service struct {
 	Home    *home.Home
@@ -171,7 +154,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	actions := action.Builtins()
 	actions.Register(mcpclient.New(mcpclient.Config{ServersFile: filepath.Join(h.Dir, mcpclient.ServersFile),
 		AllowInlineCommands: opts.AllowInlineMCPCommands, LookupEnv: opts.LookupEnv,
-		InlineEnv: workflowEnv(opts), InlineEnvHint: inlineHint(opts)}))
+		InlineEnv: workflowEnv(opts), InlineEnvHint: opts.EnvPolicy.UnsetHint}))
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
 	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
@@ -184,7 +167,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		svc.log = slog.New(slog.DiscardHandler)
 	}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
-		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: envHint(opts), ShutdownGrace: opts.ShutdownGrace,
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace,
 		Workflows: svc.subWorkflow, Now: opts.Now})
 	if err != nil {
 		st.Close()
