@@ -273,7 +273,7 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // insertEvents appends events after lastSeq (the caller keeps the run's
-// event_seq in step), in as few statements as rowCounts allow.
+// event_seq in step), in statements of up to maxRows rows.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, lastSeq int64, events []store.Event, now time.Time) ([]int64, error) {
 	if len(events) == 0 {
 		return nil, nil
@@ -299,7 +299,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 	return seqs, nil
 }
 
-// upsertSteps records steps in as few statements as rowCounts allow; the
+// upsertSteps records steps in statements of up to maxRows rows; the
 // i-th gets ord stepOrd(rev, i) if it is new.
 func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, runID string, rev int64, steps []store.Step) error {
 	start := 0

@@ -52,7 +52,7 @@ type Store struct {
 	// executing these small statements. Read-only after Open.
 	stmts map[string]*sql.Stmt
 	// late holds the multi-row statements prepared on first use (see
-	// lazyRows), an immutable map replaced whole; wanted the ones used
+	// eagerRows), an immutable map replaced whole; wanted the ones used
 	// unprepared since, for the group's leader to prepare once its
 	// transaction is done (group.go).
 	late   atomic.Pointer[map[string]*sql.Stmt]
@@ -177,7 +177,8 @@ func (s *Store) Close() error {
 }
 
 // stmt returns the prepared form of query for use inside tx. Statements
-// are prepared when the store opens (prepare needs the one writer
+// are prepared when the store opens, or for the larger multi-row ones
+// after a transaction that used them (prepare needs the one writer
 // connection, which a running transaction holds); a query that was not
 // prepared runs unprepared.
 func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, bool) {

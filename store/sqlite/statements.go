@@ -48,24 +48,22 @@ const (
 var hotStatements = []string{sqlAdvanceRun, sqlSetStatus, sqlStepRun, sqlStepRunAt, sqlClosePause, sqlInsertAnswer, sqlUpsertAttempt, sqlInsertPause, sqlInsertRun,
 	sqlSavepoint, sqlRollbackSavepoint, sqlReleaseSavepoint}
 
-// rowCounts are the numbers of rows the multi-row INSERTs are made for: a
-// commit's events and steps go in as few statements as these sizes allow.
+// maxRows is the most rows a multi-row INSERT carries; there is one for
+// every count up to it. A commit's events and steps go in as few
+// statements as that allows.
 // A step records 1 to 3 events, an answer with the steps that ride along
 // with it 5 to 8: one statement each. The long merged commits of pure steps
 // (the engine's ahead.go) take one per 8 rows. Larger sizes would save more
 // there (a 32-row statement: 11 µs of store CPU per merged step against 13.5
 // with 8 rows, BenchmarkCommitMerged) but prepared they cost every start
 // 0.6 ms, and unprepared (parsed at each use) more than they save.
-var rowCounts = []int{8, 7, 6, 5, 4, 3, 2, 1}
+const maxRows = 8
 
-// chunks splits n rows into the row counts of rowCounts, largest first.
+// chunks splits n rows into statements of maxRows rows, the rest last.
 func chunks(n int) []int {
 	var out []int
-	for _, c := range rowCounts {
-		for n >= c {
-			out = append(out, c)
-			n -= c
-		}
+	for ; n > 0; n -= maxRows {
+		out = append(out, min(n, maxRows))
 	}
 	return out
 }
@@ -76,10 +74,10 @@ func multiRow(head, row, tail string, n int) string {
 	return head + strings.Repeat(row+", ", n-1) + row + tail
 }
 
-// sqlInsertEvents[n] inserts n events (n in rowCounts).
+// sqlInsertEvents[n] inserts n events (1 ≤ n ≤ maxRows).
 var sqlInsertEvents = variants("INSERT INTO events (run_id, seq, type, step_id, data, at) VALUES ", "(?, ?, ?, ?, ?, ?)", "")
 
-// sqlUpsertSteps[n] records n steps (n in rowCounts); ord (recording
+// sqlUpsertSteps[n] records n steps (1 ≤ n ≤ maxRows); ord (recording
 // order) is set by a step's first insert only, as the rowid was before
 // migration 0004: see stepOrd. Rows of one statement are applied in order,
 // so a step recorded twice in one commit ends as its last row says.
@@ -88,10 +86,10 @@ var sqlUpsertSteps = variants("INSERT INTO steps (run_id, key, visit, step_id, s
 	` ON CONFLICT (run_id, key, visit) DO UPDATE SET step_id = excluded.step_id, status = excluded.status, output = excluded.output,
 	answer = excluded.answer, error = excluded.error, attempts = excluded.attempts, started_at = excluded.started_at, finished_at = excluded.finished_at`)
 
-// variants makes the multi-row statement of every count in rowCounts.
+// variants makes the multi-row statement of every count up to maxRows.
 func variants(head, row, tail string) []string {
-	out := make([]string, rowCounts[0]+1)
-	for _, n := range rowCounts {
+	out := make([]string, maxRows+1)
+	for n := 1; n <= maxRows; n++ {
 		out[n] = multiRow(head, row, tail, n)
 	}
 	return out
@@ -110,7 +108,7 @@ func eagerRows(n int, events bool) bool {
 }
 
 func init() {
-	for _, n := range rowCounts {
+	for n := 1; n <= maxRows; n++ {
 		if eagerRows(n, true) {
 			hotStatements = append(hotStatements, sqlInsertEvents[n])
 		}
