@@ -17,23 +17,17 @@ import (
 // httpExcerptBytes bounds the response body quoted in an error.
 const httpExcerptBytes = 300
 
-// statusError is the error of a status outside `expect`. 408, 429 and
-// 5xx are worth another try (the server is busy, down or slow); any other
-// status will be the same next time.
+// statusError is the error of a status outside `expect` (retryable as
+// HTTPRetry says).
 func (p *httpInput) statusError(resp *http.Response, head []byte, now time.Time) error {
 	code := resp.StatusCode
-	retryable := code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 	msg := "status " + strconv.Itoa(code)
 	if t := http.StatusText(code); t != "" {
 		msg += " " + t
 	}
 	msg += " (expected " + p.expect.String() + ")"
-	var after time.Duration
-	if retryable {
-		if after = RetryAfter(resp.Header, now); after > 0 {
-			msg += "; the server asks to retry after " + after.String()
-		}
-	}
+	retryable, after := HTTPRetry(resp, now)
+	msg += RetryNote(after)
 	// A read limit may split the last character: drop its start.
 	more := len(head) >= p.excerptRead()
 	if i := len(head) - 1; more {
@@ -61,10 +55,30 @@ func (p *httpInput) excerptRead() int {
 	return 2*httpExcerptBytes + longest
 }
 
-// RetryAfter reads a response's Retry-After (seconds or an HTTP date) as
-// the wait it asks for at now; zero when it asks for none. Actions that
-// call HTTP APIs put it in Error.RetryAfter.
-func RetryAfter(h http.Header, now time.Time) time.Duration {
+// HTTPRetry says whether a response's status is worth another try — 408,
+// 429 and 5xx: the server is busy, down or slow; any other status will be
+// the same next time — and then the wait its Retry-After asks for at now.
+// Actions that call HTTP APIs put them in Error.Retryable and RetryAfter.
+func HTTPRetry(resp *http.Response, now time.Time) (retryable bool, after time.Duration) {
+	code := resp.StatusCode
+	if code != http.StatusRequestTimeout && code != http.StatusTooManyRequests && code < 500 {
+		return false, 0
+	}
+	return true, retryAfter(resp.Header, now)
+}
+
+// RetryNote is what an error message says of the wait a server asked for
+// ("" for none).
+func RetryNote(after time.Duration) string {
+	if after <= 0 {
+		return ""
+	}
+	return "; the server asks to retry after " + after.String()
+}
+
+// retryAfter reads Retry-After (seconds or an HTTP date) as the wait it
+// asks for at now; zero when it asks for none.
+func retryAfter(h http.Header, now time.Time) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0

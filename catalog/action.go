@@ -179,16 +179,8 @@ func statusError(name, what string, resp *http.Response, body []byte, secrets, m
 	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && len(missing) > 0 {
 		msg += fmt.Sprintf(" (the catalog has no credentials for %s: import it again with auth)", strings.Join(missing, ", "))
 	}
-	// As the http action: 408, 429 and 5xx are worth another try, after
-	// what the server asks for.
-	code := resp.StatusCode
-	retryable := code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
-	var after time.Duration
-	if retryable {
-		if after = action.RetryAfter(resp.Header, time.Now()); after > 0 {
-			msg += "; the server asks to retry after " + after.String()
-		}
-	}
+	retryable, after := action.HTTPRetry(resp, time.Now()) // as the http action
+	msg += action.RetryNote(after)
 	return &action.Error{Err: errors.New(msg), Retryable: retryable, RetryAfter: after}
 }
 
