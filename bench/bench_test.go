@@ -94,7 +94,7 @@ func TestServerFigures(t *testing.T) {
 		h := home("toolcall")
 		for _, transport := range []string{"stdio", "http"} {
 			start, startPeer := func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) }, func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) }
-			floor := func(ctx context.Context, result any, n int) (Load, Load, error) {
+			floor := func(ctx context.Context, result Result, n int) (Load, Load, error) {
 				return floorLoads(ctx, t.TempDir(), transport == "http", result, n)
 			}
 			if transport == "http" {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // loopLength is how many questions one ask-loop run answers before the
@@ -25,7 +23,7 @@ func continueStdio(ctx context.Context, bin, home, durability string, n int) (p5
 		return p50, p99, err
 	}
 	defer cs.Close()
-	lat, err := continueLoop(ctx, cs.ClientSession, n)
+	lat, err := continueLoop(ctx, cs, n)
 	if err != nil {
 		return p50, p99, err
 	}
@@ -33,7 +31,7 @@ func continueStdio(ctx context.Context, bin, home, durability string, n int) (p5
 	p50.againstTarget(1)
 	p99.againstTarget(5)
 	detail := fmt.Sprintf("%d sequential run_continue over stdio, runs of %d questions, --durability %s", len(lat), loopLength, durability)
-	if read, err := readFloor(ctx, cs.ClientSession, len(lat)); err != nil {
+	if read, err := readFloor(ctx, cs, len(lat)); err != nil {
 		detail += fmt.Sprintf("; run_get on the same session: %v", err)
 	} else {
 		detail += fmt.Sprintf("; on the same session, run_get of a waiting run (the same round trip with a read and no commit): p50 %.2f p99 %.2f ms", ms(read.Percentile(50)), ms(read.Percentile(99)))
@@ -45,7 +43,7 @@ func continueStdio(ctx context.Context, bin, home, durability string, n int) (p5
 // readFloor times n sequential run_get calls of a waiting ask-loop run:
 // what a continue's round trip costs without the answer, its commit and
 // the wait for the next pause.
-func readFloor(ctx context.Context, cs *mcp.ClientSession, n int) (Latencies, error) {
+func readFloor(ctx context.Context, cs *Session, n int) (Latencies, error) {
 	res, err := call(ctx, cs, "run_start", map[string]any{"workflow": "ask-loop"})
 	if err != nil {
 		return nil, err
@@ -61,7 +59,7 @@ func readFloor(ctx context.Context, cs *mcp.ClientSession, n int) (Latencies, er
 // continueLoop answers n questions of ask-loop runs, loopLength per run,
 // one run_continue at a time, and times each call (not the run_start of
 // each run).
-func continueLoop(ctx context.Context, cs *mcp.ClientSession, n int) (Latencies, error) {
+func continueLoop(ctx context.Context, cs *Session, n int) (Latencies, error) {
 	var lat Latencies
 	for len(lat) < n {
 		res, err := call(ctx, cs, "run_start", map[string]any{"workflow": "ask-loop"})

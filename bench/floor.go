@@ -29,7 +29,8 @@ const floorProtocol = "2025-11-25"
 // id and method, answers initialize, and answers every tools/call with the
 // same bytes — result, a result stepwise gave for run_get — doing no work
 // and using no SDK. What the driver achieves against it is the ceiling the
-// go-sdk client (the same driver) puts on any server sending that answer.
+// driver (the same for every server) and the transport put on any server
+// sending that answer.
 func floorServe(in io.Reader, out io.Writer, result json.RawMessage) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriter(out)
@@ -120,15 +121,11 @@ func floorMain(path string, overHTTP bool) {
 }
 
 // floorLoads measures toolLoads against the floor server answering with
-// result (a run_get result of stepwise, as the client decoded it), over
+// result (a run_get result of stepwise, as it sent it), over
 // stdio or, with overHTTP, streamable HTTP.
-func floorLoads(ctx context.Context, dir string, overHTTP bool, result any, n int) (seq, par Load, err error) {
-	data, err := json.Marshal(result)
-	if err != nil {
-		return seq, par, err
-	}
+func floorLoads(ctx context.Context, dir string, overHTTP bool, result Result, n int) (seq, par Load, err error) {
 	file := filepath.Join(dir, "floor-result.json")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
+	if err := os.WriteFile(file, result.raw, 0o644); err != nil {
 		return seq, par, err
 	}
 	self, err := os.Executable()

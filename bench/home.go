@@ -8,8 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The library workflows the MCP measurements start (workflows/*.yaml).
@@ -43,7 +41,7 @@ func newHome(parent, name string) (string, error) {
 
 // startWaiting starts a run of wait through run_start and returns its id
 // once it waits on its question.
-func startWaiting(ctx context.Context, cs *mcp.ClientSession) (string, error) {
+func startWaiting(ctx context.Context, cs *Session) (string, error) {
 	res, err := call(ctx, cs, "run_start", map[string]any{"workflow": "wait"})
 	if err != nil {
 		return "", err

@@ -9,8 +9,8 @@
 //	go run ./bench -quick -cpuprofile DIR   CPU profiles of the step loops and of run_get instead
 //
 // It builds cmd/stepwise into a temporary directory, measures the engine
-// in this process and the built server over stdio and HTTP from a go-sdk
-// client, and compares the tool calls with a minimal TypeScript SDK server
+// in this process and the built server over stdio and HTTP from its own
+// JSON-RPC client (wire.go), and compares the tool calls with a minimal TypeScript SDK server
 // (bench/peer; "peer unavailable" without node and npm). Missing a target
 // is reported, never an error. docs/PERFORMANCE.md explains every figure.
 package main
@@ -139,7 +139,7 @@ func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) (
 		return toolcall(ctx, "toolcall_stdio", "stdio", sz.Calls,
 			func(ctx context.Context) (*Session, error) { return stepwiseStdio(ctx, bin, h, d) },
 			func(ctx context.Context) (*Session, error) { return peer.stdio(ctx) },
-			func(ctx context.Context, result any, n int) (Load, Load, error) {
+			func(ctx context.Context, result Result, n int) (Load, Load, error) {
 				return floorLoads(ctx, tmp, false, result, n)
 			})
 	})
@@ -148,7 +148,7 @@ func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) (
 		return toolcall(ctx, "toolcall_http", "streamable HTTP", sz.Calls,
 			func(ctx context.Context) (*Session, error) { return stepwiseHTTP(ctx, bin, h, d) },
 			func(ctx context.Context) (*Session, error) { return peer.http(ctx) },
-			func(ctx context.Context, result any, n int) (Load, Load, error) {
+			func(ctx context.Context, result Result, n int) (Load, Load, error) {
 				return floorLoads(ctx, tmp, true, result, n)
 			})
 	})

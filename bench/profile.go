@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"stepwise.dev/stepwise/mcpserver"
 	"stepwise.dev/stepwise/service"
 )
@@ -19,7 +17,7 @@ import (
 // both durabilities, driven in this process as the figures drive them,
 // and run_get and run_continue over stdio. A server in another process
 // cannot be profiled from here, so for those the server runs in this
-// process behind real pipes, with the go-sdk client at their other ends;
+// process behind real pipes, with the bench's client at their other ends;
 // its goroutines carry the label side=server, so that
 // `-tagfocus side=server` leaves the client out.
 func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) error {
@@ -49,7 +47,7 @@ func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) e
 	if err != nil {
 		return err
 	}
-	return serveInProcess(ctx, home, func(cs *mcp.ClientSession) error {
+	return serveInProcess(ctx, home, func(cs *Session) error {
 		id, err := startWaiting(ctx, cs)
 		if err != nil {
 			return err
@@ -102,9 +100,9 @@ func stepLoop(ctx context.Context, dir, durability string, runs, n int) error {
 }
 
 // serveInProcess serves home's MCP surface in this process over a pair of
-// pipes, as `stepwise serve` does over stdin and stdout, and hands fn a
-// go-sdk client connected at their other ends.
-func serveInProcess(ctx context.Context, home string, fn func(cs *mcp.ClientSession) error) error {
+// pipes, as `stepwise serve` does over stdin and stdout, and hands fn the
+// bench's client connected at their other ends.
+func serveInProcess(ctx context.Context, home string, fn func(cs *Session) error) error {
 	svc, err := service.Open(ctx, service.Options{Home: home, Durability: serverDurability})
 	if err != nil {
 		return err
@@ -130,12 +128,12 @@ func serveInProcess(ctx context.Context, home string, fn func(cs *mcp.ClientSess
 			_ = srv.MCP().Run(ctx, &mcpserver.StdioTransport{Reader: toServer, Writer: toClient})
 		}()
 	})
-	cs, err := client().Connect(ctx, &mcp.IOTransport{Reader: fromServer, Writer: fromClient}, nil)
+	cs, err := connect(ctx, newStdioWire(fromClient, fromServer), nil)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		_ = cs.Close()
+		cs.Close()
 		cancel()
 		toServer.Close()
 		toClient.Close()

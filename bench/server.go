@@ -12,9 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // buildBinary builds cmd/stepwise into dir as the README builds it (a
@@ -31,60 +28,28 @@ func buildBinary(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// client is the one MCP client of every measurement: the go-sdk's, the
-// same for stepwise and for the TypeScript peer.
-func client() *mcp.Client {
-	return mcp.NewClient(&mcp.Implementation{Name: "stepwise-bench", Version: "1"}, nil)
-}
-
-// protocolKey carries, in a context, the protocol version the client
-// offers when it connects (absent: the go-sdk's latest).
-type protocolKey struct{}
-
-// withProtocol makes the sessions started with ctx offer version.
-func withProtocol(ctx context.Context, version string) context.Context {
-	return context.WithValue(ctx, protocolKey{}, version)
-}
-
-// sessionOptions are the client session options ctx asks for.
-func sessionOptions(ctx context.Context) *mcp.ClientSessionOptions {
-	if v, _ := ctx.Value(protocolKey{}).(string); v != "" {
-		return &mcp.ClientSessionOptions{ProtocolVersion: v}
-	}
-	return nil
-}
-
-// Session is a connected client and the server process behind it.
-type Session struct {
-	*mcp.ClientSession
-	cmd *exec.Cmd
-}
-
-// Pid is the server's process id.
-func (s *Session) Pid() int { return s.cmd.Process.Pid }
-
-// Close ends the session and the server (stdin closed; the transport
-// signals it if it lingers) and reaps it.
-func (s *Session) Close() {
-	_ = s.ClientSession.Close()
-	if s.cmd.ProcessState == nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	}
-}
-
-// stdio starts a server command and connects to it over stdio.
+// stdio starts a server command and connects to it over its standard
+// input and output.
 func stdio(ctx context.Context, cmd *exec.Cmd) (*Session, error) {
 	cmd.Stderr = io.Discard
-	cs, err := client().Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, sessionOptions(ctx))
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	return &Session{ClientSession: cs, cmd: cmd}, nil
+	cs, err := connect(ctx, newStdioWire(in, out), cmd)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	return cs, nil
 }
 
 // stepwiseStdio starts `stepwise serve` on home over stdio.
@@ -121,11 +86,11 @@ func httpServer(ctx context.Context, cmd *exec.Cmd) (*Session, error) {
 		return fail(fmt.Errorf("%s printed no address", cmd.Path))
 	}
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	cs, err := client().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, sessionOptions(ctx))
+	cs, err := connect(ctx, newHTTPWire(url), cmd)
 	if err != nil {
 		return fail(fmt.Errorf("connect to %s: %w", url, err))
 	}
-	return &Session{ClientSession: cs, cmd: cmd}, nil
+	return cs, nil
 }
 
 // stepwiseHTTP starts `stepwise serve --http 127.0.0.1:0` on home.
@@ -165,34 +130,4 @@ func memory(pid int) (Memory, error) {
 		return Memory{}, errors.New("/proc/PID/status lacks VmRSS, RssAnon or RssFile")
 	}
 	return m, nil
-}
-
-// call calls a tool and turns a tool error into an error.
-func call(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if res.IsError {
-		text := ""
-		if len(res.Content) > 0 {
-			if t, ok := res.Content[0].(*mcp.TextContent); ok {
-				text = t.Text
-			}
-		}
-		return nil, fmt.Errorf("%s: tool error: %s", name, text)
-	}
-	return res, nil
-}
-
-// field reads a string field of a structured tool result; path descends
-// into nested objects ("pause", "token").
-func field(res *mcp.CallToolResult, path ...string) string {
-	var v any = res.StructuredContent
-	for _, k := range path {
-		m, _ := v.(map[string]any)
-		v = m[k]
-	}
-	s, _ := v.(string)
-	return s
 }

@@ -34,14 +34,14 @@ func storedReads(ctx context.Context, bin, home, durability string, n, reads int
 	defer cs.Close()
 	rng := rand.New(rand.NewPCG(1, 2)) // the same runs every time
 	gets, err := drive(reads, 1, func(int) error {
-		_, err := call(ctx, cs.ClientSession, "run_get", map[string]any{"run_id": ids[rng.IntN(len(ids))]})
+		_, err := call(ctx, cs, "run_get", map[string]any{"run_id": ids[rng.IntN(len(ids))]})
 		return err
 	})
 	if err != nil {
 		return get, list, err
 	}
 	lists, err := drive(reads, 1, func(i int) error {
-		_, err := call(ctx, cs.ClientSession, "run_list", listShapes[i%len(listShapes)])
+		_, err := call(ctx, cs, "run_list", listShapes[i%len(listShapes)])
 		return err
 	})
 	if err != nil {

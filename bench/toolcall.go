@@ -17,7 +17,7 @@ const inFlight = 8
 func toolLoads(ctx context.Context, cs *Session, id string, n int) (seq, par Load, err error) {
 	args := map[string]any{"run_id": id}
 	get := func(int) error {
-		_, err := call(ctx, cs.ClientSession, "run_get", args)
+		_, err := call(ctx, cs, "run_get", args)
 		return err
 	}
 	if _, err := drive(warmup, 1, get); err != nil {
@@ -32,13 +32,13 @@ func toolLoads(ctx context.Context, cs *Session, id string, n int) (seq, par Loa
 
 // toolcall measures tools/call of run_get on a waiting run of stepwise
 // over one transport, beside the same calls to the TypeScript peer's
-// trivial tool over the same transport, from the same Go client.
+// trivial tool over the same transport, from the same driver (wire.go).
 // start starts stepwise; startPeer starts the peer; floor, when not nil,
 // measures the same loads against a server that answers stepwise's
 // run_get result without doing anything (see floorServe).
 func toolcall(ctx context.Context, name, transport string, n int,
 	start func(context.Context) (*Session, error), startPeer func(context.Context) (*Session, error),
-	floor func(ctx context.Context, result any, n int) (seq, par Load, err error)) (Figure, error) {
+	floor func(ctx context.Context, result Result, n int) (seq, par Load, err error)) (Figure, error) {
 	f := Figure{Name: name, Unit: "calls/s"}
 	seq, par, protocol, result, err := stepwiseLoads(ctx, start, n)
 	if err != nil {
@@ -51,7 +51,7 @@ func toolcall(ctx context.Context, name, transport string, n int,
 	if peer, err := startPeer(ctx); err != nil {
 		peerErr = err
 	} else {
-		peerProtocol = peer.InitializeResult().ProtocolVersion
+		peerProtocol = peer.Protocol()
 		peerSeq, peerPar, peerErr = toolLoads(ctx, peer, "bench", n)
 		peer.Close()
 	}
@@ -65,7 +65,9 @@ func toolcall(ctx context.Context, name, transport string, n int,
 		parRatio = par.PerSecond() / peerPar.PerSecond()
 		f.detail += fmt.Sprintf(", TS %s; %d in flight: stepwise %s, TS %s (ratio %.2f)",
 			peerSeq, inFlight, par, peerPar, parRatio)
-		f.detail += onPeerProtocol(ctx, protocol, peerProtocol, n, start, peerSeq, peerPar)
+		if protocol != peerProtocol {
+			f.detail += fmt.Sprintf("; stepwise chose protocol %s, the peer %s", protocol, peerProtocol)
+		}
 	}
 	if floor != nil {
 		f.detail += floorDetail(ctx, floor, result, n, peerSeq, peerPar, peerErr == nil)
@@ -78,7 +80,7 @@ func toolcall(ctx context.Context, name, transport string, n int,
 
 // floorDetail measures the floor server and says what it achieved, beside
 // the peer's figures when there are some.
-func floorDetail(ctx context.Context, floor func(context.Context, any, int) (Load, Load, error), result any, n int, peerSeq, peerPar Load, withPeer bool) string {
+func floorDetail(ctx context.Context, floor func(context.Context, Result, int) (Load, Load, error), result Result, n int, peerSeq, peerPar Load, withPeer bool) string {
 	seq, par, err := floor(ctx, result, n)
 	if err != nil {
 		return fmt.Sprintf("; floor server: %v", err)
@@ -91,40 +93,22 @@ func floorDetail(ctx context.Context, floor func(context.Context, any, int) (Loa
 	return text
 }
 
-// onPeerProtocol measures stepwise again with the client offering the
-// protocol version the peer negotiated, when stepwise negotiated a newer
-// one: newer versions carry more per request (the go-sdk decodes and checks
-// a _meta block on every call), so this shows how much of the comparison
-// is the protocol rather than the server. The figure itself stays the one
-// of a default client.
-func onPeerProtocol(ctx context.Context, ours, theirs string, n int, start func(context.Context) (*Session, error), peerSeq, peerPar Load) string {
-	if theirs == "" || ours == theirs {
-		return ""
-	}
-	seq, par, _, _, err := stepwiseLoads(withProtocol(ctx, theirs), start, n)
-	if err != nil {
-		return fmt.Sprintf("; on the peer's protocol %s: %v", theirs, err)
-	}
-	return fmt.Sprintf("; stepwise negotiated %s, the peer %s — with the client offering %s to both: stepwise %s (ratio %.2f), %d in flight %s (ratio %.2f)",
-		ours, theirs, theirs, seq, seq.PerSecond()/peerSeq.PerSecond(), inFlight, par, par.PerSecond()/peerPar.PerSecond())
-}
-
 // stepwiseLoads starts stepwise, starts a waiting run and measures
 // toolLoads of run_get on it; protocol is the version the session
-// negotiated, result one run_get result as the client decoded it.
-func stepwiseLoads(ctx context.Context, start func(context.Context) (*Session, error), n int) (seq, par Load, protocol string, result any, err error) {
+// negotiated, result one run_get result as the server sent it.
+func stepwiseLoads(ctx context.Context, start func(context.Context) (*Session, error), n int) (seq, par Load, protocol string, result Result, err error) {
 	cs, err := start(ctx)
 	if err != nil {
-		return seq, par, "", nil, err
+		return seq, par, "", Result{}, err
 	}
 	defer cs.Close()
-	id, err := startWaiting(ctx, cs.ClientSession)
+	id, err := startWaiting(ctx, cs)
 	if err != nil {
-		return seq, par, "", nil, err
+		return seq, par, "", Result{}, err
 	}
 	if seq, par, err = toolLoads(ctx, cs, id, n); err != nil {
-		return seq, par, "", nil, err
+		return seq, par, "", Result{}, err
 	}
-	res, err := call(ctx, cs.ClientSession, "run_get", map[string]any{"run_id": id})
-	return seq, par, cs.InitializeResult().ProtocolVersion, res, err
+	res, err := call(ctx, cs, "run_get", map[string]any{"run_id": id})
+	return seq, par, cs.Protocol(), res, err
 }

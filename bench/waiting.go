@@ -24,7 +24,7 @@ func waitingRSS(ctx context.Context, bin, home, durability string, n int) (Figur
 	}
 	t0 := time.Now()
 	if _, err := drive(n, inFlight, func(int) error {
-		_, err := startWaiting(ctx, cs.ClientSession)
+		_, err := startWaiting(ctx, cs)
 		return err
 	}); err != nil {
 		return f, err
