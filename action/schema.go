@@ -7,10 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
+	"stepwise.dev/stepwise/schema"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -41,8 +38,6 @@ func InfoOf(a Action) Info {
 	return info
 }
 
-var printer = message.NewPrinter(language.English)
-
 // schemaCache holds compiled input schemas by action name. An action that
 // is replaced (Register) drops its entry.
 type schemaCache struct {
@@ -56,7 +51,7 @@ type schemaCache struct {
 // `with` (most no-op and many plain steps) then skip the validator, which
 // allocates even for an empty object.
 type compiledSchema struct {
-	schema  *jsonschema.Schema
+	schema  *schema.Schema
 	emptyOK bool
 }
 
@@ -75,17 +70,12 @@ func (c *schemaCache) get(a Action) (compiledSchema, error) {
 	if c.compiled == nil {
 		c.compiled = map[string]compiledSchema{}
 	}
-	schema := d.InputSchema()
-	if schema == nil {
+	doc := d.InputSchema()
+	if doc == nil {
 		c.compiled[a.Name()] = compiledSchema{}
 		return compiledSchema{}, nil
 	}
-	comp := jsonschema.NewCompiler()
-	url := "stepwise-action:" + a.Name() + ".json"
-	if err := comp.AddResource(url, schema); err != nil {
-		return compiledSchema{}, fmt.Errorf("input schema of %s: %w", a.Name(), err)
-	}
-	s, err := comp.Compile(url)
+	s, err := schema.Compile(doc)
 	if err != nil {
 		return compiledSchema{}, fmt.Errorf("input schema of %s: %w", a.Name(), err)
 	}
@@ -114,27 +104,19 @@ func (r *Registry) CheckInput(a Action, input map[string]any) []workflow.Violati
 	if err == nil {
 		return nil
 	}
-	var ve *jsonschema.ValidationError
+	var ve *schema.Error
 	if !errors.As(err, &ve) {
 		return []workflow.Violation{{Rule: "with", Message: err.Error()}}
 	}
 	var vs []workflow.Violation
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			ptr := workflow.Pointer(e.InstanceLocation...)
-			msg := "with" + strings.ReplaceAll(ptr, "/", ".") + ": " + e.ErrorKind.LocalizedString(printer)
-			if got, ok := scalarAt(input, e.InstanceLocation); ok {
-				msg += fmt.Sprintf(" (got %s)", got)
-			}
-			vs = append(vs, workflow.Violation{Path: "/with" + ptr, Rule: "with", Message: msg})
-			return
+	for _, l := range ve.Leaves() {
+		ptr := workflow.Pointer(l.InstanceLocation...)
+		msg := "with" + strings.ReplaceAll(ptr, "/", ".") + ": " + l.Message
+		if got, ok := scalarAt(input, l.InstanceLocation); ok && !mentions(l) {
+			msg += fmt.Sprintf(" (got %s)", got)
 		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+		vs = append(vs, workflow.Violation{Path: "/with" + ptr, Rule: "with", Message: msg})
 	}
-	walk(ve)
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Path < vs[j].Path })
 	return vs
 }
@@ -170,6 +152,16 @@ func (r *Registry) InputKeys(name string) (keys, required []string, closed, ok b
 	}
 	closed = s["additionalProperties"] == false
 	return keys, required, closed, true
+}
+
+// mentions reports whether a failure's message already quotes the value
+// (the validator's messages say "not X" for types, enums and bounds).
+func mentions(l *schema.Error) bool {
+	switch l.Keyword {
+	case "enum", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+		return true
+	}
+	return false
 }
 
 // scalarAt returns the scalar at a path of the input, quoted, for

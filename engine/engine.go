@@ -16,9 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/schema"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/token"
@@ -87,7 +86,7 @@ type Engine struct {
 
 	defsMu  sync.Mutex
 	defs    map[string]*workflow.Workflow
-	schemas map[string]*jsonschema.Schema
+	schemas map[string]*schema.Schema
 
 	sem chan struct{}
 
@@ -139,7 +138,7 @@ func New(cfg Config) (*Engine, error) {
 		workflows: cfg.Workflows,
 		bus:       newBus(),
 		defs:      map[string]*workflow.Workflow{},
-		schemas:   map[string]*jsonschema.Schema{},
+		schemas:   map[string]*schema.Schema{},
 		active:    map[string]*driver{},
 	}
 	if e.actions == nil {

@@ -3,16 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
+	"stepwise.dev/stepwise/schema"
 	"stepwise.dev/stepwise/workflow"
 )
-
-var printer = message.NewPrinter(language.English)
 
 // checkOutputSchema validates an agent's output against the step's
 // output_schema, reporting every failing leaf with its instance path.
@@ -31,32 +25,24 @@ func (e *Engine) checkOutputSchema(rs *runState, s *workflow.Step, v any) []work
 	if err == nil {
 		return nil
 	}
-	var ve *jsonschema.ValidationError
+	var ve *schema.Error
 	if !errors.As(err, &ve) {
 		return []workflow.Violation{{Rule: "answer", Message: err.Error()}}
 	}
 	var vs []workflow.Violation
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			ptr := workflow.Pointer(e.InstanceLocation...)
-			where := "the output"
-			if ptr != "" {
-				where = ptr
-			}
-			vs = append(vs, workflow.Violation{Path: ptr, Rule: "output-schema", Message: rs.mask.Mask(where + ": " + e.ErrorKind.LocalizedString(printer))})
-			return
+	for _, l := range ve.Leaves() {
+		ptr := workflow.Pointer(l.InstanceLocation...)
+		where := "the output"
+		if ptr != "" {
+			where = ptr
 		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+		vs = append(vs, workflow.Violation{Path: ptr, Rule: "output-schema", Message: rs.mask.Mask(where + ": " + l.Message)})
 	}
-	walk(ve)
 	return vs
 }
 
 // outputSchema compiles (once per version and step) an agent step's schema.
-func (e *Engine) outputSchema(version string, s *workflow.Step) (*jsonschema.Schema, error) {
+func (e *Engine) outputSchema(version string, s *workflow.Step) (*schema.Schema, error) {
 	key := version + "\x00" + s.ID
 	e.defsMu.Lock()
 	sch, ok := e.schemas[key]
@@ -64,13 +50,7 @@ func (e *Engine) outputSchema(version string, s *workflow.Step) (*jsonschema.Sch
 	if ok {
 		return sch, nil
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(jsonschema.SchemeURLLoader{})
-	url := "stepwise:" + strings.ReplaceAll(s.ID, "/", "_") + ".json"
-	if err := c.AddResource(url, s.Agent.OutputSchema); err != nil {
-		return nil, fmt.Errorf("output_schema of %s: %w", s.ID, err)
-	}
-	sch, err := c.Compile(url)
+	sch, err := schema.Compile(s.Agent.OutputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("output_schema of %s: %w", s.ID, err)
 	}

@@ -10,10 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-
 	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/schema"
 )
 
 // stepInfo is what the checker knows about a step id.
@@ -474,49 +472,17 @@ func regexErr(err error) string {
 }
 
 func (c *checker) outputSchema(p string, s map[string]any) {
-	comp := jsonschema.NewCompiler()
-	// An output_schema comes from the workflow's author: never let its
-	// $refs read local files or reach the network.
-	comp.UseLoader(jsonschema.SchemeURLLoader{})
-	const url = "stepwise:output_schema.json"
-	if err := comp.AddResource(url, s); err != nil {
-		c.at(p, RuleSchema, fmt.Sprintf("output_schema is not a valid JSON Schema: %v", err), "")
-		return
-	}
-	if _, err := comp.Compile(url); err != nil {
-		var sve *jsonschema.SchemaValidationError
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-			leaf := schemaLeaf(ve)
-			at := p + Pointer(leaf.InstanceLocation...)
-			c.at(at, RuleSchema, "output_schema is not a valid JSON Schema: "+leaf.ErrorKind.LocalizedString(printer), "")
+	// schema.Compile follows $refs within the schema only: an
+	// output_schema from the workflow's author never reads local files or
+	// reaches the network.
+	if _, err := schema.Compile(s); err != nil {
+		var se *schema.SchemaError
+		if errors.As(err, &se) {
+			c.at(p+se.Location, RuleSchema, "output_schema is not a valid JSON Schema: "+se.Message, "")
 			return
 		}
 		c.at(p, RuleSchema, "output_schema is not a valid JSON Schema: "+firstLine(err.Error()), "")
 	}
-}
-
-// schemaLeaf picks the most telling leaf of a metaschema failure: the
-// deepest one, preferring an enum mismatch ("must be one of …") to the type
-// mismatches that anyOf branches add beside it.
-func schemaLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	if len(e.Causes) == 0 {
-		return e
-	}
-	var best *jsonschema.ValidationError
-	for _, c := range e.Causes {
-		l := schemaLeaf(c)
-		if best == nil || len(l.InstanceLocation) > len(best.InstanceLocation) {
-			best = l
-			continue
-		}
-		if _, isEnum := l.ErrorKind.(*kind.Enum); isEnum && len(l.InstanceLocation) == len(best.InstanceLocation) {
-			if _, bestEnum := best.ErrorKind.(*kind.Enum); !bestEnum {
-				best = l
-			}
-		}
-	}
-	return best
 }
 
 func firstLine(s string) string {

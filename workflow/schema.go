@@ -12,10 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"stepwise.dev/stepwise/schema"
 )
 
 //go:embed schema.json
@@ -29,29 +26,20 @@ func Schema() []byte {
 	return out
 }
 
-const schemaURL = "https://stepwise.dev/schema/workflow-v1.json"
-
 var (
 	schemaOnce sync.Once
-	compiled   *jsonschema.Schema
+	compiled   *schema.Schema
 	schemaDoc  map[string]any
-	printer    = message.NewPrinter(language.English)
 )
 
+// loadSchema compiles the language schema when a workflow is first
+// checked, not when the program starts.
 func loadSchema() {
 	schemaOnce.Do(func() {
 		if err := json.Unmarshal(schemaJSON, &schemaDoc); err != nil {
 			panic(fmt.Sprintf("workflow schema is not JSON: %v", err))
 		}
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(schemaJSON)))
-		if err != nil {
-			panic(fmt.Sprintf("workflow schema: %v", err))
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(schemaURL, doc); err != nil {
-			panic(fmt.Sprintf("workflow schema: %v", err))
-		}
-		compiled = c.MustCompile(schemaURL)
+		compiled = schema.MustCompile(schemaDoc)
 	})
 }
 
@@ -62,7 +50,7 @@ func schemaCheck(src *Source) []Violation {
 	if err == nil {
 		return nil
 	}
-	var ve *jsonschema.ValidationError
+	var ve *schema.Error
 	if !errors.As(err, &ve) {
 		return []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: err.Error()}}
 	}
@@ -76,97 +64,97 @@ type translator struct {
 	out []Violation
 }
 
-func (t *translator) walk(e *jsonschema.ValidationError) {
+func (t *translator) walk(e *schema.Error) {
 	ptr := Pointer(e.InstanceLocation...)
-	switch k := e.ErrorKind.(type) {
-	case *kind.Group, *kind.Schema, *kind.Reference, *kind.AllOf:
+	switch e.Keyword {
+	case "":
 		for _, c := range e.Causes {
 			t.walk(c)
 		}
-	case *kind.OneOf, *kind.AnyOf:
-		if strings.HasSuffix(e.SchemaURL, "/$defs/step") {
+	case "oneOf", "anyOf":
+		if strings.HasSuffix(e.SchemaLocation, "/$defs/step") {
 			// "Exactly one kind" is reported by the semantic check, which
 			// can name the kinds it found.
 			return
 		}
-		if _, ok := k.(*kind.OneOf); ok && len(k.(*kind.OneOf).Subschemas) > 1 {
+		if e.Keyword == "oneOf" && e.Matches > 1 {
 			t.add(ptr, t.src.ValuePos(ptr), RuleType, "the value matches more than one allowed form", "", "")
 			return
 		}
 		t.union(e, ptr)
-	case *kind.PropertyNames:
-		// The library reports these at an unreliable instance location;
-		// the checker validates input and output names itself.
+	case "propertyNames":
+		// The checker validates input and output names itself, with
+		// better messages.
 		return
-	case *kind.AdditionalProperties:
-		allowed := t.allowed(e.SchemaURL)
-		for _, p := range k.Properties {
-			t.unknown(ptr+"/"+escapePointer(p), p, allowed, e.SchemaURL)
+	case "additionalProperties", "unevaluatedProperties":
+		allowed := t.allowed(e.SchemaLocation)
+		for _, p := range e.Names {
+			t.unknown(ptr+"/"+escapePointer(p), p, allowed, e.SchemaLocation)
 		}
-	case *kind.FalseSchema:
-		// unevaluatedProperties: false reports each extra property itself.
-		parent := strings.TrimSuffix(e.SchemaURL, "/unevaluatedProperties")
+	case "false":
 		name := ""
 		if n := len(e.InstanceLocation); n > 0 {
 			name = e.InstanceLocation[n-1]
 		}
-		t.unknown(ptr, name, t.allowed(parent), parent)
-	case *kind.Required:
-		for _, m := range k.Missing {
-			t.add(ptr, t.src.ValuePos(ptr), RuleRequired, fmt.Sprintf("missing required field %q in %s", m, t.where(e.SchemaURL, ptr)), "", "")
+		t.unknown(ptr, name, nil, e.SchemaLocation)
+	case "required":
+		for _, m := range e.Names {
+			t.add(ptr, t.src.ValuePos(ptr), RuleRequired, fmt.Sprintf("missing required field %q in %s", m, t.where(e.SchemaLocation, ptr)), "", "")
 		}
-	case *kind.Type:
-		t.add(ptr, t.src.ValuePos(ptr), RuleType, fmt.Sprintf("%s must be %s, not %s", t.subject(ptr), article(k.Want), k.Got), strings.Join(k.Want, " or "), k.Got)
-	case *kind.Enum:
+	case "type":
+		t.add(ptr, t.src.ValuePos(ptr), RuleType, fmt.Sprintf("%s must be %s, not %s", t.subject(ptr), article(e.Want), e.Got), strings.Join(e.Want, " or "), e.Got)
+	case "enum":
 		var want []string
-		for _, w := range k.Want {
+		for _, w := range e.Allowed {
 			want = append(want, fmt.Sprint(w))
 		}
 		hint := ""
-		if s, ok := k.Got.(string); ok {
+		if s, ok := e.Value.(string); ok {
 			hint = didYouMean(s, want)
 		}
 		v := Violation{Path: ptr, Pos: t.src.ValuePos(ptr), Rule: RuleEnum,
 			Message:  fmt.Sprintf("%s must be one of %s", t.subject(ptr), strings.Join(want, ", ")),
-			Expected: strings.Join(want, "|"), Actual: fmt.Sprint(k.Got), Hint: hint}
+			Expected: strings.Join(want, "|"), Actual: fmt.Sprint(e.Value), Hint: hint}
 		t.out = append(t.out, v)
-	case *kind.Minimum:
-		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must be at least %s", t.subject(ptr), k.Want.RatString()), ">= "+k.Want.RatString(), k.Got.RatString())
-	case *kind.Maximum:
-		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must be at most %s", t.subject(ptr), k.Want.RatString()), "<= "+k.Want.RatString(), k.Got.RatString())
-	case *kind.MinItems:
-		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must have at least %d %s", t.subject(ptr), k.Want, plural(k.Want, "item", "items")), "", "")
-	case *kind.MinLength:
+	case "minimum":
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must be at least %s", t.subject(ptr), e.Limit), ">= "+e.Limit, fmt.Sprint(e.Value))
+	case "maximum":
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must be at most %s", t.subject(ptr), e.Limit), "<= "+e.Limit, fmt.Sprint(e.Value))
+	case "minItems":
+		n, _ := strconv.Atoi(e.Limit)
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must have at least %d %s", t.subject(ptr), n, plural(n, "item", "items")), "", "")
+	case "minLength":
 		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s must not be empty", t.subject(ptr)), "", "")
-	case *kind.Const:
-		t.add(ptr, t.src.ValuePos(ptr), RuleEnum, fmt.Sprintf("%s must be %v", t.subject(ptr), k.Want), fmt.Sprint(k.Want), fmt.Sprint(k.Got))
-	case *kind.Pattern:
+	case "const":
+		t.add(ptr, t.src.ValuePos(ptr), RuleEnum, fmt.Sprintf("%s must be %v", t.subject(ptr), e.Allowed[0]), fmt.Sprint(e.Allowed[0]), fmt.Sprint(e.Value))
+	case "pattern":
 		rule := RuleFormat
-		if ptr == "/name" || strings.HasSuffix(e.SchemaURL, "/$defs/workflowName") {
+		if ptr == "/name" || strings.HasSuffix(e.SchemaLocation, "/$defs/workflowName") {
 			rule = RuleName
 		}
-		desc, _ := t.node(e.SchemaURL)["description"].(string)
-		msg := fmt.Sprintf("%s %q is not valid", strings.Trim(t.subject(ptr), `"`), k.Got)
+		got, _ := e.Value.(string)
+		desc, _ := t.node(e.SchemaLocation)["description"].(string)
+		msg := fmt.Sprintf("%s %q is not valid", strings.Trim(t.subject(ptr), `"`), got)
 		if desc != "" {
 			msg += ": use " + desc
 		}
-		t.add(ptr, t.src.ValuePos(ptr), rule, msg, k.Want, k.Got)
+		t.add(ptr, t.src.ValuePos(ptr), rule, msg, e.Limit, got)
 	default:
-		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s: %s", t.subject(ptr), e.ErrorKind.LocalizedString(printer)), "", "")
+		t.add(ptr, t.src.ValuePos(ptr), RuleFormat, fmt.Sprintf("%s: %s", t.subject(ptr), e.Message), "", "")
 	}
 }
 
 // union reports a failed oneOf/anyOf. When the value's type fits none of the
 // branches, one type violation names them all; otherwise the errors of the
 // branches whose type did fit are reported.
-func (t *translator) union(e *jsonschema.ValidationError, ptr string) {
+func (t *translator) union(e *schema.Error, ptr string) {
 	var wants []string
 	got := ""
-	var fitting []*jsonschema.ValidationError
+	var fitting []*schema.Error
 	for _, c := range e.Causes {
-		if tk, ok := typeMismatch(c, e.InstanceLocation); ok {
-			wants = append(wants, tk.Want...)
-			got = tk.Got
+		if c.Keyword == "type" && len(c.InstanceLocation) == len(e.InstanceLocation) {
+			wants = append(wants, c.Want...)
+			got = c.Got
 			continue
 		}
 		fitting = append(fitting, c)
@@ -178,21 +166,6 @@ func (t *translator) union(e *jsonschema.ValidationError, ptr string) {
 	for _, c := range fitting {
 		t.walk(c)
 	}
-}
-
-// typeMismatch reports whether a branch failed only because the value at
-// loc has the wrong type.
-func typeMismatch(e *jsonschema.ValidationError, loc []string) (*kind.Type, bool) {
-	if tk, ok := e.ErrorKind.(*kind.Type); ok && len(e.InstanceLocation) == len(loc) {
-		return tk, true
-	}
-	switch e.ErrorKind.(type) {
-	case *kind.Group, *kind.Schema, *kind.Reference:
-		if len(e.Causes) == 1 {
-			return typeMismatch(e.Causes[0], loc)
-		}
-	}
-	return nil, false
 }
 
 func (t *translator) unknown(ptr, name string, allowed []string, schemaURL string) {
@@ -209,9 +182,13 @@ func (t *translator) add(ptr string, pos Pos, rule, msg, expected, actual string
 	t.out = append(t.out, Violation{Path: ptr, Pos: pos, Rule: rule, Message: msg, Expected: expected, Actual: actual})
 }
 
-// node returns the schema object a schema URL points at.
+// node returns the schema object a JSON pointer (or a "#" reference)
+// points at.
 func (t *translator) node(url string) map[string]any {
-	_, frag, _ := strings.Cut(url, "#")
+	_, frag, found := strings.Cut(url, "#")
+	if !found {
+		frag = url
+	}
 	var cur any = schemaDoc
 	for _, part := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
 		if part == "" {
