@@ -5,9 +5,12 @@ import (
 	"fmt"
 )
 
-// warmup calls are made before each load and not timed: the first calls
-// of a session pay for lazy initialization on both sides.
-const warmup = 50
+// warmup is how many calls are made before a load of n and not timed:
+// the first calls of a session pay for lazy initialization on both sides,
+// and the TypeScript peer's JIT compiler needs a few hundred calls to
+// settle (with 50, its HTTP figure in -quick came out at a third of the
+// -full one).
+func warmup(n int) int { return min(500, 10*n) }
 
 // inFlight is the concurrent load of the tool-call figures.
 const inFlight = 8
@@ -20,7 +23,7 @@ func toolLoads(ctx context.Context, cs *Session, id string, n int) (seq, par Loa
 		_, err := call(ctx, cs, "run_get", args)
 		return err
 	}
-	if _, err := drive(warmup, 1, get); err != nil {
+	if _, err := drive(warmup(n), 1, get); err != nil {
 		return seq, par, err
 	}
 	if seq, err = drive(n, 1, get); err != nil {

@@ -33,7 +33,7 @@ func jsonType(v any) string {
 		}
 		return "number"
 	case float32:
-		return jsonType(float64(x))
+		return jsonType(widen(x))
 	case json.Number:
 		r, ok := new(big.Rat).SetString(string(x))
 		if !ok {
@@ -79,7 +79,7 @@ func rat(v any) *big.Rat {
 		r, _ := new(big.Rat).SetString(strconv.FormatFloat(x, 'g', -1, 64))
 		return r
 	case float32:
-		return rat(float64(x))
+		return rat(widen(x))
 	case json.Number:
 		r, ok := new(big.Rat).SetString(string(x))
 		if !ok {
@@ -110,6 +110,14 @@ func rat(v any) *big.Rat {
 	return nil
 }
 
+// widen is a float32 as the float64 of its shortest decimal: float32(0.1)
+// is 0.1 as written, not 0.100000001490116…, which float64(x) gives and
+// which is neither a multiple of 0.1 nor at most 0.1.
+func widen(x float32) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return f
+}
+
 // float is a number as a float64 and whether v is a number that a float64
 // holds exactly enough for comparisons (every number but huge json.Number
 // integers, which go through rat).
@@ -128,7 +136,7 @@ func float(v any) (float64, bool) {
 			return f, true
 		}
 	case float32:
-		return float64(x), true
+		return widen(x), true
 	case int32:
 		return float64(x), true
 	}
