@@ -17,6 +17,9 @@ import (
 // reported: past a few, more of them do not help anyone.
 const maxSpecWarnings = 20
 
+// specPrefix opens every departure from the specification.
+const specPrefix = "the document does not follow the OpenAPI specification: "
+
 // document is a parsed OpenAPI document in its OpenAPI 3 form.
 type document struct {
 	// version is the document's own: 2.0, 3.0.x or 3.1.x.
@@ -89,7 +92,7 @@ func specWarnings(err error) []string {
 			out = append(out, fmt.Sprintf("… and %d more departures from the OpenAPI specification", len(errs)-i))
 			break
 		}
-		out = append(out, "the document does not follow the OpenAPI specification: "+e.Error())
+		out = append(out, specPrefix+e.Error())
 	}
 	return out
 }
