@@ -216,6 +216,7 @@ const schemas31 = `{
         "never": {"$ref": "#/components/schemas/Never"},
         "list": {"type": ["array", "null"], "items": false, "prefixItems": [{"type": "integer"}]},
         "multi": {"type": ["string", "integer"], "nullable": true},
+        "yamlNull": {"type": ["string", null]},
         "name": {"$ref": "#/components/schemas/Name", "description": "short", "minLength": 1},
         "cond": {"if": {"const": 1}, "then": {"type": "integer"}, "else": {"type": "string"}},
         "bound": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 10}
@@ -234,6 +235,8 @@ func TestOpenAPI31Schemas(t *testing.T) {
 		"never": `{"not":{}}`,
 		"list":  `{"items":{"not":{}},"prefixItems":[{"type":"integer"}],"type":["array","null"]}`,
 		"multi": `{"type":["string","integer","null"]}`,
+		// YAML's [string, null] has null itself, not the string.
+		"yamlNull": `{"type":["string","null"]}`,
 		// An annotation next to $ref replaces the target's; an assertion
 		// applies as well (merged here, as it agrees).
 		"name":  `{"description":"short","maxLength":3,"minLength":1,"type":"string"}`,

@@ -210,8 +210,12 @@ func (c *converter) typeOf(s, out map[string]any) {
 		types = []any{t}
 	case []any:
 		for _, x := range t {
-			if name, ok := x.(string); ok {
+			switch name := x.(type) {
+			case string:
 				types = append(types, name)
+			case nil:
+				// [string, null] in YAML: null unquoted is null, not "null".
+				types = append(types, "null")
 			}
 		}
 	}
