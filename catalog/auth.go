@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"stepwise.dev/stepwise/secret"
 )
 
@@ -45,28 +43,28 @@ type Credential struct {
 }
 
 // schemeOf maps a document's security scheme to what a catalog sends.
-func schemeOf(s *openapi3.SecurityScheme) Scheme {
-	out := Scheme{Description: s.Description}
-	switch strings.ToLower(s.Type) {
+func schemeOf(s *securityScheme) Scheme {
+	out := Scheme{Description: s.description}
+	switch strings.ToLower(s.typ) {
 	case "apikey":
-		out.Type, out.In, out.Name = SchemeAPIKey, s.In, s.Name
-		if s.In != "header" && s.In != "query" && s.In != "cookie" {
-			out.Unsupported = fmt.Sprintf("API key in %q", s.In)
+		out.Type, out.In, out.Name = SchemeAPIKey, s.in, s.name
+		if s.in != "header" && s.in != "query" && s.in != "cookie" {
+			out.Unsupported = fmt.Sprintf("API key in %q", s.in)
 		}
 	case "http":
-		switch strings.ToLower(s.Scheme) {
+		switch strings.ToLower(s.scheme) {
 		case "bearer":
 			out.Type = SchemeBearer
 		case "basic":
 			out.Type = SchemeBasic
 		default:
-			out.Type, out.Unsupported = "http", fmt.Sprintf("HTTP authentication scheme %q", s.Scheme)
+			out.Type, out.Unsupported = "http", fmt.Sprintf("HTTP authentication scheme %q", s.scheme)
 		}
 	case "oauth2", "openidconnect":
 		// The token is obtained elsewhere; the catalog sends it as a bearer.
 		out.Type = SchemeBearer
 	default:
-		out.Type, out.Unsupported = s.Type, fmt.Sprintf("security scheme type %q", s.Type)
+		out.Type, out.Unsupported = s.typ, fmt.Sprintf("security scheme type %q", s.typ)
 	}
 	return out
 }

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"stepwise.dev/stepwise/action"
 )
 
@@ -64,19 +62,12 @@ func (b *builder) warn(format string, args ...any) {
 // operations normalizes every operation of the document, in path order.
 func (b *builder) operations() []Operation {
 	b.taken = map[string]bool{}
-	if b.doc.t.Paths == nil {
-		return nil
-	}
-	paths := b.doc.t.Paths.Map()
+	paths := b.doc.spec.paths
 	var out []Operation
 	for _, path := range sortedKeys(paths) {
 		item := paths[path]
-		if item == nil {
-			continue
-		}
-		ops := item.Operations()
 		for _, method := range methodOrder {
-			if op := ops[method]; op != nil {
+			if op := item.ops[method]; op != nil {
 				if o, ok := b.operation(path, method, item, op); ok {
 					out = append(out, o)
 				}
@@ -87,45 +78,45 @@ func (b *builder) operations() []Operation {
 }
 
 // operation normalizes one operation; false when it cannot be called.
-func (b *builder) operation(path, method string, item *openapi3.PathItem, op *openapi3.Operation) (Operation, bool) {
+func (b *builder) operation(path, method string, item *pathItem, op *operation) (Operation, bool) {
 	where := method + " " + path
-	o := Operation{OperationID: op.OperationID, Method: method, Path: path, Summary: op.Summary,
-		Description: op.Description, Tags: op.Tags, Deprecated: op.Deprecated, Safety: safetyOf(method)}
-	o.Name = b.name(where, method, path, op.OperationID)
+	o := Operation{OperationID: op.id, Method: method, Path: path, Summary: op.summary,
+		Description: op.description, Tags: op.tags, Deprecated: op.deprecated, Safety: safetyOf(method)}
+	o.Name = b.name(where, method, path, op.id)
 
 	props := map[string]any{}
 	var required []any
-	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		mt, media, ok := bodyMedia(rb.Value.Content)
+	if rb := op.body; rb != nil {
+		mt, media, ok := bodyMedia(rb.content)
 		if !ok {
-			b.warn("%s skipped: its request body is %s; a catalog sends JSON or form-urlencoded bodies", where, strings.Join(sortedKeys(rb.Value.Content), ", "))
+			b.warn("%s skipped: its request body is %s; a catalog sends JSON or form-urlencoded bodies", where, strings.Join(sortedKeys(rb.content), ", "))
 			return Operation{}, false
 		}
-		o.Body = &Body{Required: rb.Value.Required, MediaType: mt}
-		s := newConverter(toServer).ref(media.Schema)
-		if _, ok := s["description"]; !ok && rb.Value.Description != "" {
-			s["description"] = rb.Value.Description
+		o.Body = &Body{Required: rb.required, MediaType: mt}
+		s := newConverter(b.doc, toServer).ref(media.schema)
+		if _, ok := s["description"]; !ok && rb.description != "" {
+			s["description"] = rb.description
 		}
 		props[bodyKey] = s
-		if rb.Value.Required {
+		if rb.required {
 			required = append(required, bodyKey)
 		}
 	}
-	for _, p := range b.params(where, item.Parameters, op.Parameters) {
-		key := p.Name
+	for _, p := range b.params(where, item.params, op.params) {
+		key := p.name
 		if _, clash := props[key]; clash {
-			key = p.In + "_" + p.Name
-			b.warn("%s: the %s parameter %q is the input %q (another input has its name)", where, p.In, p.Name, key)
+			key = p.in + "_" + p.name
+			b.warn("%s: the %s parameter %q is the input %q (another input has its name)", where, p.in, p.name, key)
 		}
-		param := Param{Key: key, Name: p.Name, In: p.In, Required: p.Required || p.In == openapi3.ParameterInPath}
-		if p.In == openapi3.ParameterInQuery {
-			param.Explode = p.Explode == nil || *p.Explode
-			if p.Style != "" && p.Style != "form" {
-				b.warn("%s: query parameter %q has style %s; it is sent in the form style", where, p.Name, p.Style)
+		param := Param{Key: key, Name: p.name, In: p.in, Required: p.required || p.in == "path"}
+		if p.in == "query" {
+			param.Explode = p.explode == nil || *p.explode
+			if p.style != "" && p.style != "form" {
+				b.warn("%s: query parameter %q has style %s; it is sent in the form style", where, p.name, p.style)
 			}
 		}
 		o.Params = append(o.Params, param)
-		props[key] = paramSchema(p)
+		props[key] = b.paramSchema(p)
 		if param.Required {
 			required = append(required, key)
 		}
@@ -134,7 +125,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	if len(required) > 0 {
 		o.InputSchema["required"] = required
 	}
-	o.OutputSchema = outputSchema(op.Responses)
+	o.OutputSchema = b.outputSchema(op.responses)
 	o.Security = b.security(op)
 	return o, true
 }
@@ -163,50 +154,46 @@ func (b *builder) name(where, method, path, id string) string {
 // params merges the path item's parameters with the operation's (which
 // override them), path first, then query, then header; cookies are
 // skipped.
-func (b *builder) params(where string, lists ...openapi3.Parameters) []*openapi3.Parameter {
-	byID := map[string]*openapi3.Parameter{}
+func (b *builder) params(where string, lists ...[]*parameter) []*parameter {
+	byID := map[string]*parameter{}
 	var ids []string
 	for _, list := range lists {
-		for _, ref := range list {
-			if ref == nil || ref.Value == nil {
-				continue
-			}
-			p := ref.Value
-			id := p.In + "\x00" + p.Name
+		for _, p := range list {
+			id := p.in + "\x00" + p.name
 			if _, seen := byID[id]; !seen {
 				ids = append(ids, id)
 			}
 			byID[id] = p
 		}
 	}
-	rank := map[string]int{openapi3.ParameterInPath: 0, openapi3.ParameterInQuery: 1, openapi3.ParameterInHeader: 2}
-	var out []*openapi3.Parameter
+	rank := map[string]int{"path": 0, "query": 1, "header": 2}
+	var out []*parameter
 	for _, id := range ids {
 		p := byID[id]
-		if _, ok := rank[p.In]; !ok {
-			b.warn("%s: %s parameter %q is not sent (a catalog sends path, query and header parameters)", where, p.In, p.Name)
+		if _, ok := rank[p.in]; !ok {
+			b.warn("%s: %s parameter %q is not sent (a catalog sends path, query and header parameters)", where, p.in, p.name)
 			continue
 		}
 		out = append(out, p)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].In] < rank[out[j].In] })
+	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].in] < rank[out[j].in] })
 	return out
 }
 
 // paramSchema is a parameter's input schema: its schema (or its content's)
 // with the parameter's description.
-func paramSchema(p *openapi3.Parameter) map[string]any {
-	ref := p.Schema
-	if ref == nil {
-		if _, media, ok := bodyMedia(p.Content); ok {
-			ref = media.Schema
+func (b *builder) paramSchema(p *parameter) map[string]any {
+	schema := p.schema
+	if schema == nil {
+		if _, media, ok := bodyMedia(p.content); ok {
+			schema = media.schema
 		}
 	}
-	s := newConverter(toServer).ref(ref)
-	if _, ok := s["description"]; !ok && p.Description != "" {
-		s["description"] = p.Description
+	s := newConverter(b.doc, toServer).ref(schema)
+	if _, ok := s["description"]; !ok && p.description != "" {
+		s["description"] = p.description
 	}
-	if p.Deprecated {
+	if p.deprecated {
 		s["deprecated"] = true
 	}
 	return s
@@ -214,7 +201,7 @@ func paramSchema(p *openapi3.Parameter) map[string]any {
 
 // bodyMedia picks the media type a catalog sends: JSON first (including
 // */* and +json types), then form-urlencoded.
-func bodyMedia(content openapi3.Content) (string, *openapi3.MediaType, bool) {
+func bodyMedia(content map[string]*mediaType) (string, *mediaType, bool) {
 	var form string
 	for _, mt := range sortedKeys(content) {
 		base, _, err := mime.ParseMediaType(mt)
@@ -242,26 +229,20 @@ func isJSON(base string) bool {
 
 // outputSchema is the schema of the first 2xx response with a JSON body
 // (responses are tried in code order, 2XX last); nil when none has one.
-func outputSchema(rs *openapi3.Responses) map[string]any {
-	if rs == nil {
-		return nil
-	}
+func (b *builder) outputSchema(rs map[string]*response) map[string]any {
 	codes := slices.Sorted(func(yield func(string) bool) {
-		for code := range rs.Map() {
+		for code := range rs {
 			if strings.HasPrefix(code, "2") && !yield(code) {
 				return
 			}
 		}
 	})
 	for _, code := range codes {
-		r := rs.Value(code)
-		if r == nil || r.Value == nil {
-			continue
-		}
-		for _, mt := range sortedKeys(r.Value.Content) {
+		r := rs[code]
+		for _, mt := range sortedKeys(r.content) {
 			base, _, err := mime.ParseMediaType(mt)
-			if err == nil && isJSON(base) && r.Value.Content[mt].Schema != nil {
-				return newConverter(fromServer).ref(r.Value.Content[mt].Schema)
+			if err == nil && isJSON(base) && r.content[mt].schema != nil {
+				return newConverter(b.doc, fromServer).ref(r.content[mt].schema)
 			}
 		}
 	}
@@ -270,10 +251,10 @@ func outputSchema(rs *openapi3.Responses) map[string]any {
 
 // security lists the operation's security alternatives (the document's
 // when the operation has none of its own).
-func (b *builder) security(op *openapi3.Operation) [][]string {
-	reqs := b.doc.t.Security
-	if op.Security != nil {
-		reqs = *op.Security
+func (b *builder) security(op *operation) [][]string {
+	reqs := b.doc.spec.security
+	if op.security != nil {
+		reqs = *op.security
 	}
 	var out [][]string
 	for _, req := range reqs {

@@ -2,26 +2,28 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
-
-	"github.com/getkin/kin-openapi/openapi2"
-	"github.com/getkin/kin-openapi/openapi2conv"
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/oasdiff/yaml"
 )
 
-// maxSpecWarnings bounds how many complaints of the OpenAPI validator are
+// maxSpecWarnings bounds how many departures from the specification are
 // reported: past a few, more of them do not help anyone.
 const maxSpecWarnings = 20
+
+// specPrefix opens every departure from the specification.
+const specPrefix = "the document does not follow the OpenAPI specification: "
 
 // document is a parsed OpenAPI document in its OpenAPI 3 form.
 type document struct {
 	// version is the document's own: 2.0, 3.0.x or 3.1.x.
 	version string
-	t       *openapi3.T
+	spec    *spec
+	// res resolves references within the OpenAPI 3 form.
+	res *resolver
+	// views holds the schemas made of a $ref and its siblings, one per
+	// place, so that recursion through them is recognized.
+	views map[uintptr]map[string]any
 	// warnings: the document loads but does not follow the specification.
 	warnings []string
 }
@@ -30,91 +32,109 @@ type document struct {
 // $ref to another file or URL is refused: a catalog is one document, and
 // following references would let a document read the server's files or
 // reach its network.
-func parse(ctx context.Context, data []byte) (*document, error) {
-	var probe struct {
-		Swagger string `json:"swagger"`
-		OpenAPI string `json:"openapi"`
-	}
-	if _, err := yaml.Unmarshal(data, &probe, yaml.DecodeOpts{DisableTimestamps: true}); err != nil {
+func parse(_ context.Context, data []byte) (*document, error) {
+	tree, err := decodeTree(data)
+	if err != nil {
 		return nil, invalid("the document is neither JSON nor YAML: %v", err)
 	}
-	loader := openapi3.NewLoader()
-	loader.IsExternalRefsAllowed = false
-	loader.Context = ctx
+	root, ok := tree.(map[string]any)
+	if !ok {
+		return nil, invalid("not an OpenAPI document: it is %s, not an object with an openapi or swagger field", kindOf(tree))
+	}
+	var found []string
+	swagger := versionField(root, "swagger", &found)
+	openapi := versionField(root, "openapi", &found)
 	d := &document{}
+	form := root
 	switch {
-	case probe.Swagger != "":
-		if probe.Swagger != "2.0" {
-			return nil, invalid("swagger %q: only Swagger 2.0 is supported", probe.Swagger)
+	case swagger != "":
+		if swagger != "2.0" {
+			return nil, invalid("swagger %q: only Swagger 2.0 is supported", swagger)
 		}
-		var v2 openapi2.T
-		if _, err := yaml.Unmarshal(data, &v2, yaml.DecodeOpts{DisableTimestamps: true}); err != nil {
-			return nil, invalid("the Swagger 2.0 document does not decode: %v", err)
+		if err := (&resolver{root: root}).checkRefs(); err != nil {
+			return nil, invalid("the Swagger 2.0 document does not load: %v", err)
 		}
-		t, err := openapi2conv.ToV3WithLoader(&v2, loader, nil)
+		conv, warnings, err := fromSwagger(root)
 		if err != nil {
 			return nil, invalid("the Swagger 2.0 document cannot be converted to OpenAPI 3: %v", err)
 		}
-		d.version, d.t = "2.0", t
-	case strings.HasPrefix(probe.OpenAPI, "3."):
-		t, err := loader.LoadFromData(data)
-		if err != nil {
-			return nil, invalid("the OpenAPI %s document does not load: %v", probe.OpenAPI, err)
+		d.version, form = "2.0", conv
+		found = append(found, warnings...)
+	case strings.HasPrefix(openapi, "3."):
+		if err := (&resolver{root: root}).checkRefs(); err != nil {
+			return nil, invalid("the OpenAPI %s document does not load: %v", openapi, err)
 		}
-		d.version, d.t = probe.OpenAPI, t
-	case probe.OpenAPI != "":
-		return nil, invalid("openapi %q: supported versions are Swagger 2.0 and OpenAPI 3.0 and 3.1", probe.OpenAPI)
+		d.version = openapi
+	case openapi != "":
+		return nil, invalid("openapi %q: supported versions are Swagger 2.0 and OpenAPI 3.0 and 3.1", openapi)
 	default:
 		return nil, invalid("not an OpenAPI document: it has neither an openapi nor a swagger field")
 	}
-	if err := d.t.Validate(ctx, openapi3.EnableMultiError()); err != nil {
-		d.warnings = specWarnings(err)
-	}
+	d.res = &resolver{root: form}
+	s, warnings := decodeSpec(form, d.res)
+	d.spec = s
+	found = append(append(found, warnings...), lint(d)...)
+	d.warnings = specWarnings(found)
 	return d, nil
 }
 
-// specWarnings lists what the OpenAPI validator found; a document that
-// breaks a rule of the specification is often still usable.
-func specWarnings(err error) []string {
-	var errs []error
-	var me openapi3.MultiError
-	if errors.As(err, &me) {
-		errs = me
-	} else {
-		errs = []error{err}
+// versionField reads the swagger or openapi field. A number (swagger:
+// 2.0 written without quotes) is taken as its text, with a warning.
+func versionField(root map[string]any, key string, warnings *[]string) string {
+	switch v := root[key].(type) {
+	case string:
+		return v
+	case float64:
+		text := formatNumber(v)
+		if !strings.Contains(text, ".") {
+			text += ".0"
+		}
+		*warnings = append(*warnings, fmt.Sprintf("%s should be the string %q, not a number (quote it)", key, text))
+		return text
 	}
+	return ""
+}
+
+// specWarnings words the departures from the specification, at most
+// maxSpecWarnings of them.
+func specWarnings(found []string) []string {
 	var out []string
-	for i, e := range errs {
+	for i, w := range found {
 		if i == maxSpecWarnings {
-			out = append(out, fmt.Sprintf("… and %d more departures from the OpenAPI specification", len(errs)-i))
+			out = append(out, fmt.Sprintf("… and %d more departures from the OpenAPI specification", len(found)-i))
 			break
 		}
-		out = append(out, "the document does not follow the OpenAPI specification: "+e.Error())
+		out = append(out, specPrefix+w)
 	}
 	return out
 }
 
+// openAPI31 reports whether the document is OpenAPI 3.1 (or later):
+// keywords next to a schema's $ref apply too (before 3.1 a $ref replaces
+// its object), responses are optional, paths may be absent.
+func (d *document) openAPI31() bool {
+	return d.version != "2.0" && !strings.HasPrefix(d.version, "3.0")
+}
+
 // title is the document's info.title.
 func (d *document) title() string {
-	if d.t.Info == nil {
+	if d.spec.info == nil {
 		return ""
 	}
-	return d.t.Info.Title
+	return d.spec.info.title
 }
 
 // serverURL is the document's first server URL with its variables set to
 // their defaults, made absolute against the document's own URL when it is
 // relative (a Swagger 2.0 document without host). "" when there is none.
 func (d *document) serverURL(location string) string {
-	if len(d.t.Servers) == 0 || d.t.Servers[0] == nil {
+	if len(d.spec.servers) == 0 {
 		return ""
 	}
-	srv := d.t.Servers[0]
-	u := srv.URL
-	for name, v := range srv.Variables {
-		if v != nil {
-			u = strings.ReplaceAll(u, "{"+name+"}", v.Default)
-		}
+	srv := d.spec.servers[0]
+	u := srv.url
+	for name, v := range srv.vars {
+		u = strings.ReplaceAll(u, "{"+name+"}", v.def)
 	}
 	if abs, err := url.Parse(u); err == nil && !abs.IsAbs() && isURL(location) {
 		if base, err := url.Parse(location); err == nil {
@@ -126,14 +146,12 @@ func (d *document) serverURL(location string) string {
 
 // schemes maps the document's security schemes.
 func (d *document) schemes() map[string]Scheme {
-	if d.t.Components == nil || len(d.t.Components.SecuritySchemes) == 0 {
+	if len(d.spec.schemes) == 0 {
 		return nil
 	}
 	out := map[string]Scheme{}
-	for name, ref := range d.t.Components.SecuritySchemes {
-		if ref != nil && ref.Value != nil {
-			out[name] = schemeOf(ref.Value)
-		}
+	for name, s := range d.spec.schemes {
+		out[name] = schemeOf(s)
 	}
 	return out
 }
