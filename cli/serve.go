@@ -317,7 +317,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 		return err
 	}
 	logger.Info("serving MCP over stdio", policy...)
-	err = srv.MCP().Run(ctx, &mcpserver.StdioTransport{Reader: os.Stdin, Writer: out})
+	err = srv.MCP().Run(ctx, &mcpserver.StdioTransport{Reader: serveStdin(), Writer: out})
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")) {
 		return nil
 	}

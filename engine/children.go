@@ -39,6 +39,13 @@ func (e *Engine) mayHaveChildren(ctx context.Context, version string) bool {
 	return has
 }
 
+// MayHaveChildren reports whether runs of a version can have child runs
+// (sub-workflows). A run of a version that cannot has none, and inherits no
+// pause from any: its own open pauses are all PausesWith would return.
+func (e *Engine) MayHaveChildren(ctx context.Context, version string) bool {
+	return e.mayHaveChildren(ctx, version)
+}
+
 // Children lists a run's child runs (sub-workflows), newest first. For a
 // run whose definition has no sub-workflow step it reads nothing.
 func (e *Engine) Children(ctx context.Context, run store.Run) ([]store.Run, error) {

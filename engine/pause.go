@@ -708,8 +708,24 @@ func (e *Engine) openPauses(ctx context.Context, runID string, waitingKids []sto
 			}
 		}
 	}
-	out := make([]Pause, 0, len(ps)+len(inherited))
-	for _, p := range ps {
+	out, err := e.pausesOf(runID, ps, len(inherited))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, inherited...), nil
+}
+
+// PausesOf is the Pauses of a run whose own open pause rows the caller has
+// read (store.OpenPauses) and that has no children (MayHaveChildren): each
+// row's request decoded afresh and its token signed.
+func (e *Engine) PausesOf(runID string, rows []store.Pause) ([]Pause, error) {
+	return e.pausesOf(runID, rows, 0)
+}
+
+// pausesOf turns open pause rows into Pauses, with room for extra more.
+func (e *Engine) pausesOf(runID string, rows []store.Pause, extra int) ([]Pause, error) {
+	out := make([]Pause, 0, len(rows)+extra)
+	for _, p := range rows {
 		var req Request
 		if err := json.Unmarshal(p.Request, &req); err != nil {
 			return nil, fmt.Errorf("pause %s/%d: %w", runID, p.Seq, err)
@@ -717,7 +733,7 @@ func (e *Engine) openPauses(ctx context.Context, runID string, waitingKids []sto
 		tok := e.signer.Sign(token.Claims{RunID: runID, StepKey: p.StepKey, Seq: p.Seq, Expires: p.ExpiresAt})
 		out = append(out, Pause{Request: req, RunID: runID, Seq: p.Seq, Token: tok, ExpiresAt: p.ExpiresAt})
 	}
-	return append(out, inherited...), nil
+	return out, nil
 }
 
 // Cancel stops a run: its open pause is closed and it is marked canceled.

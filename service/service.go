@@ -109,6 +109,7 @@ type Service struct {
 	EnvPolicy secret.EnvPolicy
 
 	summaries summaryCache
+	views     viewReads
 	watchers  libraryWatchers
 	search    searchState
 

@@ -48,15 +48,18 @@ type StepView struct {
 func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 	run, err := s.Store.GetRun(ctx, id)
 	if err != nil {
+		s.views.drop(id)
 		return nil, runNotFound(id, err)
 	}
 	v := s.summary(ctx, run)
-	steps, err := s.Store.Steps(ctx, id)
-	if err != nil {
-		return nil, err
+	rows, kept := s.views.get(run)
+	if !kept {
+		if rows.steps, err = s.Store.Steps(ctx, id); err != nil {
+			return nil, err
+		}
 	}
 	wf, _ := s.Engine.Definition(ctx, run.Version)
-	for _, st := range steps {
+	for _, st := range rows.steps {
 		sv := StepView{ID: st.StepID, Visit: st.Visit, Status: st.Status, Error: st.Error, Attempts: st.Attempts,
 			StartedAt: st.StartedAt, DurationMS: st.FinishedAt.Sub(st.StartedAt).Milliseconds()}
 		if sv.Visit == 1 {
@@ -80,6 +83,21 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 			}
 		}
 		v.Steps = append(v.Steps, sv)
+	}
+	if kept || s.keepable(ctx, run, len(rows.steps)) {
+		// A run without children: its own open pauses are all it shows.
+		if run.Status == store.StatusWaiting && !kept {
+			if rows.pauses, err = s.Store.OpenPauses(ctx, id); err != nil {
+				return v, nil // as pause: a failed read shows no pause
+			}
+		}
+		if !kept {
+			s.views.keep(run, rows)
+		}
+		if ps, err := s.Engine.PausesOf(id, rows.pauses); err == nil && len(ps) > 0 {
+			v.Pause = &ps[0]
+		}
+		return v, nil
 	}
 	// The children are read once, for the view and for the pauses the run
 	// inherits from them (none for a workflow without sub-workflow steps).

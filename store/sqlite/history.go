@@ -13,6 +13,10 @@ import (
 
 // Steps returns the recorded steps of a run in recording order.
 func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
+	ctx, err := byKey(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("steps of %s: %w", runID, err)
+	}
 	rows, err := s.readQuery(ctx, `SELECT key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at FROM steps WHERE run_id = ? ORDER BY ord`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("steps of %s: %w", runID, err)
@@ -96,6 +100,10 @@ func scanPause(runID string, sc interface{ Scan(...any) error }) (store.Pause, e
 
 // GetPause reads one pause.
 func (s *Store) GetPause(ctx context.Context, runID string, seq int64) (store.Pause, error) {
+	ctx, err := byKey(ctx)
+	if err != nil {
+		return store.Pause{}, fmt.Errorf("pause %s/%d: %w", runID, seq, err)
+	}
 	p, err := scanPause(runID, s.readQueryRow(ctx, `SELECT `+pauseColumns+` FROM pauses WHERE run_id = ? AND seq = ?`, runID, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("pause %s/%d: %w", runID, seq, store.ErrNotFound)
@@ -108,6 +116,10 @@ func (s *Store) GetPause(ctx context.Context, runID string, seq int64) (store.Pa
 
 // OpenPauses returns a run's open pauses.
 func (s *Store) OpenPauses(ctx context.Context, runID string) ([]store.Pause, error) {
+	ctx, err := byKey(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open pauses of %s: %w", runID, err)
+	}
 	rows, err := s.readQuery(ctx, `SELECT `+pauseColumns+` FROM pauses WHERE run_id = ? AND status = 'open' ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("open pauses of %s: %w", runID, err)

@@ -77,3 +77,18 @@ func (s *Store) readQueryRow(ctx context.Context, query string, args ...any) *sq
 	}
 	return s.r.QueryRowContext(ctx, query, args...)
 }
+
+// byKey is the context for a read of one run's records by key (its row,
+// steps or pauses): once ctx is found live, the read runs detached from its
+// cancellation. Such a read is short and bounded by one run's records
+// (tens of microseconds for a run of a few steps), so stopping it midway
+// saves little, while a cancellable context costs every query two
+// goroutines — database/sql's watch over the rows and the driver's
+// interrupt watcher — started, woken and ended around a read cheaper than
+// they are (a request's context is always cancellable).
+func byKey(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}

@@ -124,6 +124,10 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 
 // GetRun reads a run.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	ctx, err := byKey(ctx)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
 	r, err := scanRun(s.readQueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("get run %s: %w", id, store.ErrNotFound)

@@ -1,0 +1,89 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// maxViewReads bounds how many runs keep the rows their last view read;
+// maxViewSteps bounds the steps one of them keeps (a long run reads afresh).
+const (
+	maxViewReads = 256
+	maxViewSteps = 64
+)
+
+// viewReads keeps what GetRun read of a run besides its row — the recorded
+// steps and, for a waiting run, the open pauses — so that a run read again
+// unchanged (an agent or a person polling a waiting run) costs one query
+// instead of three. Kept rows are used only while the run's row, read
+// afresh, shows the revision and update time they were read at: every
+// change to a run's steps or pauses (from this process or another) goes
+// through a store commit that moves both, so equal values mean nothing
+// was recorded since. Runs that may have sub-workflows are never kept:
+// their children change without moving the parent's revision. The rows
+// are shared between reads and never modified.
+type viewReads struct {
+	mu sync.Mutex
+	m  map[string]viewRows
+}
+
+// viewRows are the rows read for one revision of a run.
+type viewRows struct {
+	rev              int64
+	created, updated time.Time
+	steps            []store.Step
+	pauses           []store.Pause // read only when the run is waiting
+}
+
+// current reports whether rows were read at the run row's revision.
+func (r viewRows) current(run store.Run) bool {
+	return r.rev == run.Rev && r.updated.Equal(run.UpdatedAt) && r.created.Equal(run.CreatedAt)
+}
+
+// get returns the kept rows of run when they are current.
+func (c *viewReads) get(run store.Run) (viewRows, bool) {
+	c.mu.Lock()
+	r, ok := c.m[run.ID]
+	c.mu.Unlock()
+	if !ok || !r.current(run) {
+		return viewRows{}, false
+	}
+	return r, true
+}
+
+// keep keeps the rows read for run.
+func (c *viewReads) keep(run store.Run, r viewRows) {
+	r.rev, r.created, r.updated = run.Rev, run.CreatedAt, run.UpdatedAt
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]viewRows{}
+	}
+	if _, ok := c.m[run.ID]; !ok && len(c.m) >= maxViewReads {
+		for id := range c.m { // drop any one: the map is a cache, not a queue
+			delete(c.m, id)
+			break
+		}
+	}
+	c.m[run.ID] = r
+}
+
+// drop forgets a run (read and not found).
+func (c *viewReads) drop(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}
+
+// keepable reports whether a view of run may keep its rows: not while the
+// run moves (its revision changes with every step), not for runs with many
+// steps, not for runs that may have children (see viewReads).
+func (s *Service) keepable(ctx context.Context, run store.Run, steps int) bool {
+	if run.Status == store.StatusRunning || run.Status == store.StatusPending || steps > maxViewSteps {
+		return false
+	}
+	return !s.Engine.MayHaveChildren(ctx, run.Version)
+}
