@@ -479,12 +479,19 @@ func unescape(s string) string {
 
 // at returns the value at a JSON pointer of the document.
 func (c *compiler) at(ptr string) (any, bool) {
-	v := c.doc
 	if ptr == "" {
-		return v, true
+		return c.doc, true
 	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = unescape(tok)
+	tokens := strings.Split(ptr[1:], "/")
+	for i, tok := range tokens {
+		tokens[i] = unescape(tok)
+	}
+	return valueAt(c.doc, tokens)
+}
+
+// valueAt returns the value at a path (unescaped pointer tokens) of v.
+func valueAt(v any, path []string) (any, bool) {
+	for _, tok := range path {
 		switch x := v.(type) {
 		case map[string]any:
 			e, ok := x[tok]
@@ -704,12 +711,6 @@ func (c *compiler) compile(ptr string) (*node, error) {
 					n.depSchema[name] = sn
 				}
 			}
-		case "additionalProperties":
-			n.addProps, err = sub(k)
-		case "propertyNames":
-			if c.draft >= draft6 {
-				n.propNames, err = sub(k)
-			}
 		case "items":
 			if list, ok := v.([]any); ok { // before 2020-12: a list is the leading items
 				n.prefix, err = c.list(ptr+"/items", len(list))
@@ -723,37 +724,15 @@ func (c *compiler) compile(ptr string) (*node, error) {
 			if c.draft >= draft2020 {
 				n.prefix, err = c.list(ptr+"/prefixItems", len(v.([]any)))
 			}
-		case "contains":
-			if c.draft >= draft6 {
-				n.contains, err = sub(k)
-			}
 		case "allOf":
 			n.allOf, err = c.list(ptr+"/allOf", len(v.([]any)))
 		case "anyOf":
 			n.anyOf, err = c.list(ptr+"/anyOf", len(v.([]any)))
 		case "oneOf":
 			n.oneOf, err = c.list(ptr+"/oneOf", len(v.([]any)))
-		case "not":
-			n.not, err = sub(k)
-		case "if":
-			if c.draft >= draft7 {
-				n.ifS, err = sub(k)
-			}
-		case "then":
-			if c.draft >= draft7 {
-				n.thenS, err = sub(k)
-			}
-		case "else":
-			if c.draft >= draft7 {
-				n.elseS, err = sub(k)
-			}
-		case "unevaluatedProperties":
-			if c.draft >= draft2019 {
-				n.unevProps, err = sub(k)
-			}
-		case "unevaluatedItems":
-			if c.draft >= draft2019 {
-				n.unevItems, err = sub(k)
+		default:
+			if f, ok := singleSchema[k]; ok && c.draft >= f.since {
+				*f.field(n), err = sub(k)
 			}
 		case "$ref", "$dynamicRef", "$recursiveRef":
 			target, rerr := c.resolve(v.(string), ptr)
@@ -781,6 +760,24 @@ func (c *compiler) compile(ptr string) (*node, error) {
 		n.thenS, n.elseS = nil, nil // then and else mean nothing without if
 	}
 	return n, nil
+}
+
+// singleSchema are the keywords whose value is one subschema (besides
+// items, which may be a list): the field of the node each sets and the
+// first draft that knows it.
+var singleSchema = map[string]struct {
+	since int
+	field func(*node) **node
+}{
+	"additionalProperties":  {draft4, func(n *node) **node { return &n.addProps }},
+	"propertyNames":         {draft6, func(n *node) **node { return &n.propNames }},
+	"contains":              {draft6, func(n *node) **node { return &n.contains }},
+	"not":                   {draft4, func(n *node) **node { return &n.not }},
+	"if":                    {draft7, func(n *node) **node { return &n.ifS }},
+	"then":                  {draft7, func(n *node) **node { return &n.thenS }},
+	"else":                  {draft7, func(n *node) **node { return &n.elseS }},
+	"unevaluatedProperties": {draft2019, func(n *node) **node { return &n.unevProps }},
+	"unevaluatedItems":      {draft2019, func(n *node) **node { return &n.unevItems }},
 }
 
 // list compiles the n schemas of a list keyword.

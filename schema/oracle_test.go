@@ -788,7 +788,7 @@ func checkError(t interface {
 		if len(l.Causes) != 0 {
 			t.Fatalf("leaf %+v has causes", l)
 		}
-		if _, ok := locate(inst, l.InstanceLocation); !ok {
+		if _, ok := valueAt(inst, l.InstanceLocation); !ok {
 			t.Fatalf("leaf %q: instance location %q is not in %s", l.Message, l.InstanceLocation, jsonText(inst))
 		}
 	}
@@ -824,29 +824,6 @@ func unreached(doc any, loc string) bool {
 		v = m[tok]
 	}
 	return false
-}
-
-// locate is the value at a path of the instance.
-func locate(v any, path []string) (any, bool) {
-	for _, step := range path {
-		switch x := v.(type) {
-		case map[string]any:
-			e, ok := x[step]
-			if !ok {
-				return nil, false
-			}
-			v = e
-		case []any:
-			i, err := strconv.Atoi(step)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 // TestOracleCompile checks that this package and the oracle agree on
