@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -555,5 +556,37 @@ yes: yes
 	}
 	if _, err := decodeTree([]byte(`{"a": 1`)); err == nil || !strings.Contains(err.Error(), "unexpected end of JSON input") {
 		t.Errorf("bad JSON: %v", err)
+	}
+}
+
+// TestExpansionBounded: schemas that refer to the next one twice expand
+// to 2^n nodes when every reference is inlined; a document of a few
+// hundred bytes must not take the server's memory.
+func TestExpansionBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.3\ninfo: {title: B, version: \"1\"}\ncomponents:\n  schemas:\n")
+	const depth = 40
+	for i := range depth {
+		fmt.Fprintf(&b, "    S%d: {type: object, properties: {x: {$ref: '#/components/schemas/S%d'}, y: {$ref: '#/components/schemas/S%d'}}}\n", i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, "    S%d: {type: string}\n", depth)
+	b.WriteString("paths:\n  /b:\n    post:\n      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/S0'}}}}\n      responses:\n        \"200\": {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/S0'}}}}\n")
+	c, warnings := buildDoc(t, b.String())
+	op := c.Operations[0]
+	for _, s := range []map[string]any{op.InputSchema, op.OutputSchema} {
+		if n := len(jsonOf(s)); n > 4<<20 {
+			t.Fatalf("schema of %d bytes", n)
+		}
+		if !strings.Contains(jsonOf(s), "too large to inline") {
+			t.Errorf("no note where the expansion stopped: %.300s", jsonOf(s))
+		}
+	}
+	if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, "too large to inline") }) {
+		t.Errorf("no warning: %q", warnings)
+	}
+	// A schema that expands within the bound is whole.
+	small, _ := buildDoc(t, strings.Replace(b.String(), "S0'}}}}\n      responses", "S35'}}}}\n      responses", 1))
+	if strings.Contains(jsonOf(small.Operations[0].InputSchema), "too large") {
+		t.Errorf("32 leaves cut: %.300s", jsonOf(small.Operations[0].InputSchema))
 	}
 }

@@ -53,10 +53,21 @@ type builder struct {
 	doc      *document
 	warnings []string
 	taken    map[string]bool
+	// cut is set when a schema of the operation being built was too large
+	// to inline whole (see maxSchemaNodes).
+	cut bool
 }
 
 func (b *builder) warn(format string, args ...any) {
 	b.warnings = append(b.warnings, fmt.Sprintf(format, args...))
+}
+
+// convert converts one schema of the operation being built.
+func (b *builder) convert(dir direction, schema any) map[string]any {
+	c := newConverter(b.doc, dir)
+	s := c.ref(schema)
+	b.cut = b.cut || c.cut
+	return s
 }
 
 // operations normalizes every operation of the document, in path order.
@@ -68,7 +79,12 @@ func (b *builder) operations() []Operation {
 		item := paths[path]
 		for _, method := range methodOrder {
 			if op := item.ops[method]; op != nil {
-				if o, ok := b.operation(path, method, item, op); ok {
+				b.cut = false
+				o, ok := b.operation(path, method, item, op)
+				if b.cut {
+					b.warn("%s %s: a schema is too large to inline whole (over %d subschemas once its references are expanded); the parts past that are left open", method, path, maxSchemaNodes)
+				}
+				if ok {
 					out = append(out, o)
 				}
 			}
@@ -93,7 +109,7 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 			return Operation{}, false
 		}
 		o.Body = &Body{Required: rb.required, MediaType: mt}
-		s := newConverter(b.doc, toServer).ref(media.schema)
+		s := b.convert(toServer, media.schema)
 		if _, ok := s["description"]; !ok && rb.description != "" {
 			s["description"] = rb.description
 		}
@@ -189,7 +205,7 @@ func (b *builder) paramSchema(p *parameter) map[string]any {
 			schema = media.schema
 		}
 	}
-	s := newConverter(b.doc, toServer).ref(schema)
+	s := b.convert(toServer, schema)
 	if _, ok := s["description"]; !ok && p.description != "" {
 		s["description"] = p.description
 	}
@@ -242,7 +258,7 @@ func (b *builder) outputSchema(rs map[string]*response) map[string]any {
 		for _, mt := range sortedKeys(r.content) {
 			base, _, err := mime.ParseMediaType(mt)
 			if err == nil && isJSON(base) && r.content[mt].schema != nil {
-				return newConverter(b.doc, fromServer).ref(r.content[mt].schema)
+				return b.convert(fromServer, r.content[mt].schema)
 			}
 		}
 	}

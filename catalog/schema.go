@@ -26,7 +26,17 @@ type converter struct {
 	doc *document
 	// open holds the schemas being converted, to cut recursion.
 	open map[uintptr]bool
+	// nodes counts the schemas converted; cut is set once there were more
+	// than maxSchemaNodes.
+	nodes int
+	cut   bool
 }
+
+// maxSchemaNodes bounds the schemas one conversion inlines. References are
+// inlined, so schemas that each refer to the next one twice expand to 2^n
+// nodes: a document of a few hundred bytes would take the server's memory.
+// The largest real-world operation schemas inline to a few thousand.
+const maxSchemaNodes = 20000
 
 func newConverter(doc *document, dir direction) *converter {
 	return &converter{dir: dir, doc: doc, open: map[uintptr]bool{}}
@@ -130,6 +140,14 @@ func (c *converter) schema(v any, ref string) map[string]any {
 			return map[string]any{"not": map[string]any{}}
 		}
 		return map[string]any{}
+	}
+	if c.nodes++; c.nodes > maxSchemaNodes {
+		c.cut = true
+		note := "not expanded: the schema is too large to inline"
+		if ref != "" {
+			note += " (" + ref + ")"
+		}
+		return map[string]any{"description": note}
 	}
 	id := identity(s)
 	if c.open[id] {
