@@ -66,14 +66,27 @@ func (e *Error) Leaves() []*Error {
 // an *Error.
 func (s *Schema) Validate(v any) error {
 	st := validator{annotations: s.annotations}
-	if e, _ := st.validate(s.root, v, nil); e != nil {
+	e, _ := st.validate(s.root, v, nil)
+	if st.applications > maxApplications {
+		return &Error{Keyword: "budget", Message: fmt.Sprintf("not checked: the schema needs more than %d steps to check this value (nested anyOf, oneOf or allOf applying the same schemas again and again)", maxApplications)}
+	}
+	if e != nil {
 		return e
 	}
 	return nil
 }
 
+// maxApplications bounds the schemas one Validate applies. Schemas can
+// be written so that checking a value takes exponential time (anyOf of
+// two branches that both fail deep down, nested thirty times): an author's
+// output_schema must not hold a server for hours. Checking a 500-step
+// workflow against the language schema takes about 14,000.
+const maxApplications = 1_000_000
+
 type validator struct {
 	annotations bool
+	// applications counts the schemas applied so far (maxApplications).
+	applications int
 	// applied are the schemas being applied, innermost last, with the
 	// depth of the value each applies to. A schema applied again to the
 	// same value without descending into it (a $ref that loops back, such
@@ -137,6 +150,9 @@ func at(loc []string, step string) []string {
 // validate checks v, at loc, against n: the failure, and what n's
 // keywords evaluated (when the schema needs to know).
 func (st *validator) validate(n *node, v any, loc []string) (*Error, *evaluated) {
+	if st.applications++; st.applications > maxApplications {
+		return &Error{Keyword: "budget", SchemaLocation: n.loc, InstanceLocation: loc, Message: "not checked"}, nil
+	}
 	if n.always != nil {
 		if *n.always {
 			return nil, nil
