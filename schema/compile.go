@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Draft versions.
@@ -790,22 +789,4 @@ func (c *compiler) list(ptr string, n int) ([]*node, error) {
 		}
 	}
 	return out, nil
-}
-
-// Lazy is a schema compiled on first use: for schemas the program holds,
-// whose compilation should not cost anything at start-up.
-type Lazy struct {
-	once   sync.Once
-	doc    func() any
-	schema *Schema
-}
-
-// NewLazy returns a schema that compiles doc() when first used; it panics
-// then if the schema is invalid.
-func NewLazy(doc func() any) *Lazy { return &Lazy{doc: doc} }
-
-// Schema compiles the schema once and returns it.
-func (l *Lazy) Schema() *Schema {
-	l.once.Do(func() { l.schema = MustCompile(l.doc()) })
-	return l.schema
 }
