@@ -353,7 +353,7 @@ func (m *orderedMap) set(k string, v any) {
 func (m *orderedMap) node() *yaml.Node {
 	n := &yaml.Node{Kind: yaml.MappingNode}
 	for _, k := range m.keys {
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, toNode(m.vals[k]))
+		n.Content = append(n.Content, stringNode(k), toNode(m.vals[k]))
 	}
 	return n
 }
@@ -380,9 +380,28 @@ func toNode(v any) *yaml.Node {
 		}
 		return n
 	}
+	if s, ok := v.(string); ok && strings.ContainsAny(s, lineSeparators) {
+		return stringNode(s)
+	}
 	var n yaml.Node
 	if err := n.Encode(v); err != nil {
 		return &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(v)}
 	}
 	return &n
+}
+
+// lineSeparators are the characters the YAML encoder breaks a quoted line
+// at (YAML 1.1's line breaks), indenting what follows; a YAML 1.2 reader,
+// as stepwise's is, keeps them as characters and the indentation as text.
+// Double-quoted, they are written as escapes (\N, \L, \P) instead.
+const lineSeparators = "\u0085\u2028\u2029"
+
+// stringNode is a string scalar, double-quoted when it holds a line
+// separator.
+func stringNode(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: s}
+	if strings.ContainsAny(s, lineSeparators) {
+		n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
+	}
+	return n
 }

@@ -49,3 +49,31 @@ func FuzzFromSchema(f *testing.F) {
 		}
 	})
 }
+
+// TestLineSeparatorsKept: U+0085, U+2028 and U+2029 in a schema's text come
+// out of the generated workflow as they went in (the YAML encoder would
+// break a quoted line there and indent the rest, which a YAML 1.2 reader
+// keeps as text).
+func TestLineSeparatorsKept(t *testing.T) {
+	schema := "{\"type\":\"object\",\"title\":\"T\\u2028x\",\"properties\":{\"a\\u2029b\":{\"type\":\"string\",\"description\":\"one\\u2028two\\u2029three\\u0085four\"}}}"
+	out, err := FromSchema([]byte(schema), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := workflow.Check(out, workflow.Options{})
+	if !res.Valid() {
+		t.Fatalf("%v\n%s", res.Violations, out)
+	}
+	doc := res.Source.Value.(map[string]any)
+	if doc["title"] != "T\u2028x" {
+		t.Errorf("title %q\n%s", doc["title"], out)
+	}
+	ask := doc["steps"].([]any)[0].(map[string]any)["ask"].(map[string]any)
+	if help, _ := ask["help"].(string); !strings.HasPrefix(help, "one\u2028two\u2029three\u0085four") {
+		t.Errorf("help %q\n%s", help, out)
+	}
+	with := doc["steps"].([]any)[1].(map[string]any)["with"].(map[string]any)["value"].(map[string]any)
+	if _, ok := with["a\u2029b"]; !ok {
+		t.Errorf("property name lost: %v\n%s", with, out)
+	}
+}

@@ -120,7 +120,14 @@ func FuzzCheck(f *testing.F) {
 		if res2.Version != res.Version {
 			t.Fatalf("the canonical form has version %s, the document %s\n%s", res2.Version, res.Version, canon)
 		}
-		// So is its YAML form.
+		// So is its YAML form — where the YAML library can write it: its
+		// emitter breaks a quoted line at U+2028 and U+2029 and indents the
+		// rest (YAML 1.1, where they are line breaks), while the reader
+		// keeps them as ordinary characters, as YAML 1.2 says (source.go),
+		// so the indentation becomes part of the text.
+		if hasLineSeparator(res.Source.Value) {
+			return
+		}
 		y, err := yaml.Marshal(res.Source.Value)
 		if err != nil {
 			t.Fatalf("yaml.Marshal: %v", err)
@@ -129,6 +136,29 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("the YAML form of a valid workflow has version %q, the document %s\n%s", res3.Version, res.Version, report(y, res3.Violations))
 		}
 	})
+}
+
+// hasLineSeparator reports whether any string of v, key or value, holds
+// U+2028 or U+2029.
+func hasLineSeparator(v any) bool {
+	has := func(s string) bool { return strings.ContainsAny(s, "\u2028\u2029") }
+	switch x := v.(type) {
+	case string:
+		return has(x)
+	case []any:
+		for _, e := range x {
+			if hasLineSeparator(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if has(k) || hasLineSeparator(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkWithin checks data, failing when Check takes longer than limit (the
