@@ -5,13 +5,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
-// templateParam finds the {name} parts of a path or server URL.
-var templateParam = regexp.MustCompile(`\{([^{}]*)\}`)
+// templateParam finds the {name} parts of a path or server URL; like
+// responseCode, it is compiled when a document is first checked, not when
+// the program starts.
+var templateParam = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([^{}]*)\}`) })
 
 // responseCode is what a key of a responses object may be.
-var responseCode = regexp.MustCompile(`^([1-5][0-9][0-9]|[1-5]XX|default)$`)
+var responseCode = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([1-5][0-9][0-9]|[1-5]XX|default)$`) })
 
 // parameterIn are the places an OpenAPI 3 parameter can be.
 var parameterIn = map[string]bool{"query": true, "header": true, "path": true, "cookie": true}
@@ -67,7 +70,7 @@ func (l *linter) servers() {
 			l.warn("servers[%d] has no url; it is required", i)
 			continue
 		}
-		for _, m := range templateParam.FindAllStringSubmatch(srv.url, -1) {
+		for _, m := range templateParam().FindAllStringSubmatch(srv.url, -1) {
 			if _, ok := srv.vars[m[1]]; !ok {
 				l.warn("servers[%d]: the URL %q names {%s}, which is not one of its variables", i, srv.url, m[1])
 			}
@@ -121,7 +124,7 @@ func (l *linter) operation(path, method string, item *pathItem, op *operation) {
 		l.warn("%s: responses is empty; it lists at least one response", where)
 	}
 	for _, code := range sortedKeys(op.responses) {
-		if !responseCode.MatchString(code) {
+		if !responseCode().MatchString(code) {
 			l.warn("%s: response %q is not a status code (200, 4XX…) or default", where, code)
 		}
 		if op.responses[code].description == nil {
@@ -176,7 +179,7 @@ func (l *linter) template(where, path string, shared, own []*parameter) {
 		}
 	}
 	var named []string
-	for _, m := range templateParam.FindAllStringSubmatch(path, -1) {
+	for _, m := range templateParam().FindAllStringSubmatch(path, -1) {
 		named = append(named, m[1])
 		if _, ok := declared[m[1]]; !ok {
 			l.warn("%s: the path names {%s} but no path parameter %q is declared", where, m[1], m[1])

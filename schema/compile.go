@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Draft versions.
@@ -121,7 +122,7 @@ type patternNode struct {
 // the same model). It returns a *SchemaError when doc is not a valid
 // schema, naming the first offending place.
 func Compile(doc any) (*Schema, error) {
-	c := &compiler{doc: doc, bases: map[string]string{}, resources: map[string]string{}, anchors: map[string]string{}, nodes: map[string]*node{}}
+	c := &compiler{doc: doc, bases: map[string]string{}, resources: map[string]string{}, anchors: map[string]string{}, nodes: map[string]*node{}, regexps: map[string]*regexp.Regexp{}}
 	c.draft = draft2020
 	if m, ok := doc.(map[string]any); ok {
 		if s, ok := m["$schema"].(string); ok {
@@ -172,8 +173,23 @@ type compiler struct {
 	resources map[string]string
 	anchors   map[string]string
 	nodes     map[string]*node
+	// regexps holds the patterns the scan compiled to check them, for
+	// the nodes that use them.
+	regexps map[string]*regexp.Regexp
 
 	unevaluated bool
+}
+
+// regexp compiles a pattern once per document.
+func (c *compiler) regexp(src string) (*regexp.Regexp, error) {
+	if re, ok := c.regexps[src]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(src)
+	if err == nil {
+		c.regexps[src] = re
+	}
+	return re, err
 }
 
 // subschema keywords by how their value holds schemas.
@@ -183,7 +199,9 @@ var (
 	schemaMap   = map[string]bool{"properties": true, "patternProperties": true, "$defs": true, "definitions": true, "dependentSchemas": true}
 	schemaArray = map[string]bool{"allOf": true, "anyOf": true, "oneOf": true, "prefixItems": true}
 	typeNames   = map[string]bool{"null": true, "boolean": true, "object": true, "array": true, "number": true, "integer": true, "string": true}
-	anchorName  = regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`)
+	// anchorName is compiled when a schema first has an $anchor, not when
+	// the program starts.
+	anchorName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`) })
 )
 
 // fail is a SchemaError at ptr.
@@ -235,7 +253,7 @@ func (c *compiler) scan(v any, ptr string, base *url.URL) error {
 	}
 	if a, ok := m["$anchor"]; ok {
 		s, isString := a.(string)
-		if !isString || !anchorName.MatchString(s) {
+		if !isString || !anchorName().MatchString(s) {
 			return fail(ptr+"/$anchor", "$anchor must be a name: a letter or _ then letters, digits, -, _ or .")
 		}
 		c.anchors[base.String()+"#"+s] = ptr
@@ -337,7 +355,7 @@ func (c *compiler) checkKeywords(m map[string]any, ptr string) error {
 			if !ok {
 				return fail(at, "pattern must be a string")
 			}
-			if _, err := regexp.Compile(s); err != nil {
+			if _, err := c.regexp(s); err != nil {
 				return fail(at, "pattern %q is not a valid regular expression: %v", s, err)
 			}
 		case "patternProperties":
@@ -346,7 +364,7 @@ func (c *compiler) checkKeywords(m map[string]any, ptr string) error {
 				return fail(at, "patternProperties must be an object of schemas")
 			}
 			for p := range sm {
-				if _, err := regexp.Compile(p); err != nil {
+				if _, err := c.regexp(p); err != nil {
 					return fail(at+"/"+escape(p), "%q is not a valid regular expression: %v", p, err)
 				}
 			}
@@ -655,7 +673,7 @@ func (c *compiler) compile(ptr string) (*node, error) {
 		case "uniqueItems":
 			n.unique = v.(bool)
 		case "pattern":
-			n.pattern = regexp.MustCompile(v.(string)) // checked by scan
+			n.pattern = c.regexps[v.(string)] // compiled by the scan
 		case "required":
 			n.required, _ = stringList(v)
 		case "dependentRequired":
@@ -702,7 +720,7 @@ func (c *compiler) compile(ptr string) (*node, error) {
 					}
 					n.props[name] = sn
 				case "patternProperties":
-					n.patProps = append(n.patProps, patternNode{re: regexp.MustCompile(name), node: sn})
+					n.patProps = append(n.patProps, patternNode{re: c.regexps[name], node: sn})
 				default:
 					if n.depSchema == nil {
 						n.depSchema = map[string]*node{}
