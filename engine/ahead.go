@@ -68,7 +68,7 @@ type ahead struct {
 // who waits for it (nil for a step's).
 type queued struct {
 	c    store.Commit
-	done func(store.CommitResult, error)
+	done func(store.CommitResult, *Settled, error)
 }
 
 // flushAt is how many queued commits start a background flush at once:
@@ -103,7 +103,7 @@ func (e *Engine) commitAhead(ctx context.Context, rs *runState, c store.Commit, 
 // enqueue puts c (with next as the run's state) in rs's pipeline; done, when
 // not nil, learns how the commit that carries it went. The in-memory run
 // follows at once.
-func (e *Engine) enqueue(ctx context.Context, rs *runState, c store.Commit, next State, done func(store.CommitResult, error)) error {
+func (e *Engine) enqueue(ctx context.Context, rs *runState, c store.Commit, next State, done func(store.CommitResult, *Settled, error)) error {
 	a := rs.ahead
 	state, err := json.Marshal(next)
 	if err != nil {
@@ -188,7 +188,7 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 			a.flushing = false
 			a.idle.Broadcast()
 			a.mu.Unlock()
-			tell(dropped, store.CommitResult{}, err)
+			tell(dropped, store.CommitResult{}, nil, err)
 			return
 		}
 		batch := a.queue
@@ -213,18 +213,29 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 		if err == nil {
 			e.publish(runID, store.StatusRunning, c.Events, res.EventSeqs)
 		}
-		tell(batch, res, err)
+		tell(batch, res, nil, err) // a flush leaves the run running: nothing settled
 	}
 }
 
 // tell gives whoever waits for a queued commit the outcome of the commit
-// that carried it (err alone when it was dropped).
-func tell(q []queued, res store.CommitResult, err error) {
+// that carried it (err alone when it was dropped), and the run as that
+// commit left it when it settled (see Settled).
+func tell(q []queued, res store.CommitResult, settled *Settled, err error) {
 	for _, x := range q {
 		if x.done != nil {
-			x.done(res, err)
+			x.done(res, settled, err)
 		}
 	}
+}
+
+// awaited reports whether someone waits for a commit of q.
+func awaited(q []queued) bool {
+	for _, x := range q {
+		if x.done != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // take waits for a background flush to end and hands over what is still

@@ -282,8 +282,8 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 	c.Rev = rs.run.Rev
 	c.EventSeq = rs.run.EventSeq // spares the store reading it back
 	res, err := e.store.Commit(ctx, c)
-	tell(queue, res, err)
 	if err != nil {
+		tell(queue, res, nil, err)
 		if len(queue) > 0 {
 			// The queued steps are lost with it, as with a failed flush:
 			// nothing may be written on top of them (a caller that goes on
@@ -301,6 +301,9 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 	}
 	rs.lastAnswerID = res.AnswerID
 	rs.follow(state, c.Run, next, own)
+	if awaited(queue) {
+		tell(queue, res, e.settledBy(ctx, rs, c), nil)
+	}
 	// The queue's events come first; the run was running when they happened.
 	split := min(queuedEvents, len(res.EventSeqs))
 	e.publish(rs.run.ID, store.StatusRunning, c.Events[:queuedEvents], res.EventSeqs[:split])
@@ -326,8 +329,22 @@ func (rs *runState) follow(state json.RawMessage, u store.RunUpdate, next State,
 	if u.Status != "" {
 		rs.run.Status = u.Status
 	}
+	// The rest as the store writes it (an empty value keeps the column):
+	// a view built from the in-memory run (Settled) shows what a read would.
+	if len(u.Inputs) > 0 {
+		rs.run.Inputs = u.Inputs
+	}
+	if u.Reopen {
+		rs.run.Outputs, rs.run.Error, rs.run.FinishedAt = nil, nil, time.Time{}
+	}
+	if len(u.Outputs) > 0 {
+		rs.run.Outputs = u.Outputs
+	}
 	if len(u.Error) > 0 {
 		rs.run.Error = u.Error
+	}
+	if !u.FinishedAt.IsZero() {
+		rs.run.FinishedAt = u.FinishedAt
 	}
 	rs.state = next
 	for _, st := range steps {
@@ -403,7 +420,7 @@ type succeedOpts struct {
 	// queued, when not nil, puts the record in the run's pipeline (an
 	// answer handed to the driver, see continueHandOff) and learns how the
 	// commit that carries it went; queuedIt is set once it is queued.
-	queued   func(store.CommitResult, error)
+	queued   func(store.CommitResult, *Settled, error)
 	queuedIt *bool
 }
 

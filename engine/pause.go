@@ -354,6 +354,11 @@ type ContinueResult struct {
 	// ParentID is the answered run's parent ("" for a top-level run), so
 	// that callers find the run to follow without reading it again.
 	ParentID string
+	// Settled is the run as the commit that recorded the answer left it,
+	// when that commit also opened the run's next pause and the run waits
+	// on it alone; nil otherwise (the run went on running, finished, or
+	// may wait on more than one pause): then read the run.
+	Settled *Settled
 }
 
 // Continue answers a pause. The token is verified (signature, expiry,
@@ -532,12 +537,13 @@ func (e *Engine) loadedAnswer(r *result, stored []byte, isSecret bool, mask *sec
 // another gets "already used", as before, and nothing of it is written.
 func (e *Engine) continueHandOff(ctx context.Context, h *handOff, rs *runState, sx *stepExec, r *result, c store.Commit, opts succeedOpts, claims token.Claims, res ContinueResult) (ContinueResult, error) {
 	type outcome struct {
-		res store.CommitResult
-		err error
+		res     store.CommitResult
+		settled *Settled
+		err     error
 	}
 	done := make(chan outcome, 1)
 	var queuedIt bool
-	opts.queued = func(cr store.CommitResult, err error) { done <- outcome{cr, err} }
+	opts.queued = func(cr store.CommitResult, settled *Settled, err error) { done <- outcome{cr, settled, err} }
 	opts.queuedIt = &queuedIt
 	rs.ahead = newAhead(rs.run)
 	err := e.succeedStep(ctx, rs, sx, r, c, rs.state.Cursor+1, opts)
@@ -567,6 +573,7 @@ func (e *Engine) continueHandOff(ctx context.Context, h *handOff, rs *runState, 
 			return res, out.err
 		}
 		res.AnswerID = out.res.AnswerID
+		res.Settled = out.settled
 		return res, nil
 	case <-ctx.Done():
 		// The driver goes on; whether the answer was recorded shows in

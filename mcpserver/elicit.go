@@ -51,14 +51,16 @@ func decodeState(s string) (elicitState, error) {
 // sub, opened before the action that set the run going, carries the events
 // for progress notifications.
 func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool) (RunResult, error) {
-	return s.awaitAsking(ctx, req, sub, runID, wait, elicit, "")
+	return s.awaitAsking(ctx, req, sub, runID, wait, elicit, "", engine.ContinueResult{})
 }
 
 // awaitAsking is await where problem says what was wrong with the answer
-// the person gave last (to tell them when asking again).
-func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool, problem string) (RunResult, error) {
+// the person gave last (to tell them when asking again), and continued is
+// the Continue the wait follows, if any.
+func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool, problem string, continued engine.ContinueResult) (RunResult, error) {
 	for round := 0; ; round++ {
-		v, err := s.svc.AwaitBrief(ctx, runID, wait, sub, progress(ctx, req))
+		v, err := s.svc.AwaitContinued(ctx, runID, continued, wait, sub, progress(ctx, req))
+		continued = engine.ContinueResult{} // later rounds follow an elicited answer
 		if err != nil {
 			return RunResult{}, err
 		}
@@ -169,7 +171,7 @@ func (s *Server) resumeElicitation(ctx context.Context, req *mcp.CallToolRequest
 		// Declined or canceled: the pause goes to the agent.
 		return s.await(ctx, req, sub, st.Root, 0, false)
 	}
-	return s.awaitAsking(ctx, req, sub, st.Root, wait, true, problem)
+	return s.awaitAsking(ctx, req, sub, st.Root, wait, true, problem, engine.ContinueResult{})
 }
 
 // applyElicit continues the run with what the person gave. Declining or

@@ -174,7 +174,7 @@ func (s *Server) addRunTools() {
 					return RunResult{}, err
 				}
 			}
-			return s.await(ctx, req, sub, root, wait, true)
+			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",

@@ -70,36 +70,48 @@ func BenchmarkReadPathGetRun(b *testing.B) {
 }
 
 // BenchmarkReadPathContinue is run_continue as the MCP server makes it:
-// answer, wait for the run to ask again, read its brief view. Runs of 100
-// questions, as the bench's figure.
+// answer, then the run's brief view once it asks again (AwaitContinued:
+// from the commit that carried the answer when it left the run waiting).
+// Runs of 100 questions, as the bench's figure. readBack=1 makes the view
+// be read back from the store instead (AwaitBrief), as before Settled.
 func BenchmarkReadPathContinue(b *testing.B) {
-	s := benchService(b)
-	ctx := context.Background()
-	var id, tok string
-	b.ResetTimer()
-	for i := range b.N {
-		if i%100 == 0 {
-			b.StopTimer()
-			id = benchWaitingRun(b, s)
-			v, err := s.GetRun(ctx, id)
-			if err != nil {
-				b.Fatal(err)
+	for _, readBack := range []bool{false, true} {
+		name := "readBack=0"
+		if readBack {
+			name = "readBack=1"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := benchService(b)
+			ctx := context.Background()
+			var id, tok string
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if i%100 == 0 {
+					b.StopTimer()
+					id = benchWaitingRun(b, s)
+					v, err := s.GetRun(ctx, id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tok = v.Pause.Token
+					b.StartTimer()
+				}
+				sub := s.Subscribe()
+				res, err := s.ContinueFromAgent(ctx, tok, i)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if readBack {
+					res.Settled = nil
+				}
+				v, err := s.AwaitContinued(ctx, id, res, 5*time.Second, sub, nil)
+				sub.Close()
+				if err != nil || v.Pause == nil {
+					b.Fatalf("get run: %v %+v", err, v)
+				}
+				tok = v.Pause.Token
 			}
-			tok = v.Pause.Token
-			b.StartTimer()
-		}
-		sub := s.Subscribe()
-		if _, err := s.ContinueFromAgent(ctx, tok, i); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Watch(ctx, id, 5*time.Second, sub, nil); err != nil {
-			b.Fatal(err)
-		}
-		sub.Close()
-		v, err := s.GetRunBrief(ctx, id)
-		if err != nil || v.Pause == nil {
-			b.Fatalf("get run: %v %+v", err, v)
-		}
-		tok = v.Pause.Token
+		})
 	}
 }

@@ -109,6 +109,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			q.Set("_txlock", "immediate")
 			// The checkpointer does it, off the commit path (checkpoint.go).
 			q.Add("_pragma", "wal_autocheckpoint(0)")
+			// Statement journals (one per savepoint of a group commit,
+			// group.go) stay in memory: spilled to a temporary file,
+			// every page a batch touches cost a write system call.
+			// They only serve rollbacks inside a transaction, so nothing
+			// durable lives there.
+			q.Add("_pragma", "temp_store(MEMORY)")
 		}
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
