@@ -175,12 +175,19 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 
 	ctx, stop, which := serveSignals()
 	defer stop()
+	// The MCP server's tools are built while the store opens: neither
+	// needs the other, and each takes a few milliseconds of every start.
+	built := make(chan *mcpserver.Server, 1)
+	go func() {
+		built <- mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger, ProtocolLogger: protocolLogger})
+	}()
 	svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
 		Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, AllowInlineMCPCommands: o.allowShell})
+	srv := <-built
 	if err != nil {
 		return err
 	}
-	srv := mcpserver.New(svc, mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger, ProtocolLogger: protocolLogger})
+	srv.Attach(svc)
 	sessionLog.Attach(srv)
 	if n, err := svc.Recover(ctx); err != nil {
 		logger.Error("recover runs", "error", err)

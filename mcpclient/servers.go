@@ -125,7 +125,7 @@ func (p *serversParser) file(root *yaml.Node) {
 }
 
 func (p *serversParser) server(name, def *yaml.Node) {
-	if !serverName.MatchString(name.Value) {
+	if !validServerName(name.Value) {
 		p.problem(name, "server name %q: use letters, digits, _, . and - (at most 64)", name.Value)
 		return
 	}

@@ -66,6 +66,16 @@ type Server struct {
 
 // New builds the server and registers its tools, resources and prompts.
 func New(svc *service.Service, opts Options) *Server {
+	s := NewUnattached(opts)
+	s.Attach(svc)
+	return s
+}
+
+// NewUnattached is New before the service exists: building the tools and
+// their schemas does not need it, so `serve` does it while the store opens
+// (a few milliseconds of every start). Attach the service before Start
+// and before connecting any session.
+func NewUnattached(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -81,7 +91,7 @@ func New(svc *service.Service, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{svc: svc, opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}}
+	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "stepwise", Title: "stepwise workflow engine", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:       instructions,
 		Logger:             opts.ProtocolLogger,
@@ -114,6 +124,9 @@ const instructions = `stepwise runs workflows: validated YAML/JSON definitions o
 Start with workflow_list, or read stepwise://docs/workflows to author one (validate with workflow_validate).
 run_start returns when the run finishes, pauses or wait_seconds pass. A pause carries a token: answer a question (relay it to the person) or do an agent task, then call run_continue with the token and the value. A run still "running" is followed with run_get.
 Errors carry error_code, violations and suggested_action: fix what they name and call again.`
+
+// Attach gives a server built by NewUnattached its service.
+func (s *Server) Attach(svc *service.Service) { s.svc = svc }
 
 // MCP returns the SDK server, to connect transports to.
 func (s *Server) MCP() *mcp.Server { return s.mcp }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -560,7 +559,25 @@ func joinAnd(words []string) string {
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
-var identifierRule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+// identifierRule is what an input or output may be called, as
+// isIdentifier checks it (compiled, its {0,63} cost every start).
+const identifierRule = `^[A-Za-z_][A-Za-z0-9_]{0,63}$`
+
+// isIdentifier reports whether name matches identifierRule.
+func isIdentifier(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', c == '_':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // names checks the keys of inputs or outputs: they are referenced in
 // expressions (inputs.NAME), so they must be identifiers.
@@ -569,7 +586,7 @@ func (c *checker) names(field string) {
 		return
 	}
 	for _, k := range c.src.Keys("/" + field) {
-		if identifierRule.MatchString(k) {
+		if isIdentifier(k) {
 			continue
 		}
 		p := Pointer(field, k)
@@ -579,7 +596,7 @@ func (c *checker) names(field string) {
 				return '_'
 			}
 			return r
-		}, k); identifierRule.MatchString(fixed) {
+		}, k); isIdentifier(fixed) {
 			hint = fmt.Sprintf("did you mean %q?", fixed)
 		}
 		c.add(Violation{Path: p, Pos: c.src.KeyPos(p), Rule: RuleFormat, Hint: hint,
