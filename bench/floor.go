@@ -142,5 +142,9 @@ func floorLoads(ctx context.Context, dir string, overHTTP bool, result Result, n
 		return seq, par, err
 	}
 	defer cs.Close()
-	return toolLoads(ctx, cs, "floor", n)
+	seqs, pars, err := toolLoads(n, toolLoad(ctx, cs, "floor"))
+	if err != nil {
+		return seq, par, err
+	}
+	return seqs[0], pars[0], nil
 }

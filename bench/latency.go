@@ -38,6 +38,11 @@ type Load struct {
 // PerSecond is the throughput of the load.
 func (l Load) PerSecond() float64 { return float64(l.Calls) / l.Elapsed.Seconds() }
 
+// add is l and m as one load: their calls, time and latencies together.
+func (l Load) add(m Load) Load {
+	return Load{Calls: l.Calls + m.Calls, InFlight: max(l.InFlight, m.InFlight), Elapsed: l.Elapsed + m.Elapsed, Lat: append(l.Lat, m.Lat...)}
+}
+
 func (l Load) String() string {
 	return fmt.Sprintf("%.0f/s p50 %.2f p99 %.2f ms", l.PerSecond(), ms(l.Lat.Percentile(50)), ms(l.Lat.Percentile(99)))
 }

@@ -15,49 +15,100 @@ func warmup(n int) int { return min(500, 10*n) }
 // inFlight is the concurrent load of the tool-call figures.
 const inFlight = 8
 
-// toolLoads calls run_get(id) on a session n times sequentially, then n
-// times with inFlight calls at once.
-func toolLoads(ctx context.Context, cs *Session, id string, n int) (seq, par Load, err error) {
+// rounds is how many turns each tool-call load is cut into: the two
+// servers take turns (stepwise, peer; then peer, stepwise; …), so that
+// what the machine's other work does to the timings during the
+// measurement falls on both sides alike. Measured one after the other,
+// the peer's figure moved by 15% between runs and the ratio with it.
+const rounds = 6
+
+// toolLoad makes run_get(id) calls on a session.
+func toolLoad(ctx context.Context, cs *Session, id string) func(n, inFlight int) (Load, error) {
 	args := map[string]any{"run_id": id}
 	get := func(int) error {
 		_, err := call(ctx, cs, "run_get", args)
 		return err
 	}
-	if _, err := drive(warmup(n), 1, get); err != nil {
-		return seq, par, err
+	return func(n, inFlight int) (Load, error) { return drive(n, inFlight, get) }
+}
+
+// toolLoads measures n sequential calls, then n with inFlight at once, of
+// each load in loads (one per server), after warming each up; the loads
+// take turns in rounds. A nil load is skipped.
+func toolLoads(n int, loads ...func(n, inFlight int) (Load, error)) (seq, par []Load, err error) {
+	seq, par = make([]Load, len(loads)), make([]Load, len(loads))
+	for _, l := range loads {
+		if l == nil {
+			continue
+		}
+		if _, err := l(warmup(n), 1); err != nil {
+			return nil, nil, err
+		}
 	}
-	if seq, err = drive(n, 1, get); err != nil {
-		return seq, par, err
+	for _, phase := range []struct {
+		out      []Load
+		inFlight int
+	}{{seq, 1}, {par, inFlight}} {
+		for r := range rounds {
+			calls := n/rounds + min(1, max(0, n%rounds-r)) // n in all
+			for k := range loads {
+				i := k
+				if r%2 == 1 {
+					i = len(loads) - 1 - k // the other goes first
+				}
+				if loads[i] == nil || calls == 0 {
+					continue
+				}
+				l, err := loads[i](calls, phase.inFlight)
+				if err != nil {
+					return nil, nil, err
+				}
+				phase.out[i] = phase.out[i].add(l)
+			}
+		}
 	}
-	par, err = drive(n, inFlight, get)
-	return seq, par, err
+	return seq, par, nil
 }
 
 // toolcall measures tools/call of run_get on a waiting run of stepwise
 // over one transport, beside the same calls to the TypeScript peer's
-// trivial tool over the same transport, from the same driver (wire.go).
-// start starts stepwise; startPeer starts the peer; floor, when not nil,
-// measures the same loads against a server that answers stepwise's
-// run_get result without doing anything (see floorServe).
+// trivial tool over the same transport, from the same driver (wire.go),
+// the two taking turns (see rounds). start starts stepwise; startPeer
+// starts the peer; floor, when not nil, measures the same loads against a
+// server that answers stepwise's run_get result without doing anything
+// (see floorServe).
 func toolcall(ctx context.Context, name, transport string, n int,
 	start func(context.Context) (*Session, error), startPeer func(context.Context) (*Session, error),
 	floor func(ctx context.Context, result Result, n int) (seq, par Load, err error)) (Figure, error) {
 	f := Figure{Name: name, Unit: "calls/s"}
-	seq, par, protocol, result, err := stepwiseLoads(ctx, start, n)
+	cs, err := start(ctx)
+	if err != nil {
+		return f, err
+	}
+	defer cs.Close()
+	id, err := startWaiting(ctx, cs)
+	if err != nil {
+		return f, err
+	}
+	var peerLoad func(n, inFlight int) (Load, error)
+	peerProtocol := ""
+	peer, peerErr := startPeer(ctx)
+	if peerErr == nil {
+		defer peer.Close()
+		peerProtocol = peer.Protocol()
+		peerLoad = toolLoad(ctx, peer, "bench")
+	}
+	seqs, pars, err := toolLoads(n, toolLoad(ctx, cs, id), peerLoad)
+	if err != nil {
+		return f, err
+	}
+	seq, par, peerSeq, peerPar := seqs[0], pars[0], seqs[1], pars[1]
+	result, err := call(ctx, cs, "run_get", map[string]any{"run_id": id})
 	if err != nil {
 		return f, err
 	}
 	f.Value = seq.PerSecond()
-	f.detail = fmt.Sprintf("%d calls over %s; sequential: stepwise %s", n, transport, seq)
-	peerSeq, peerPar, peerErr := Load{}, Load{}, error(nil)
-	peerProtocol := ""
-	if peer, err := startPeer(ctx); err != nil {
-		peerErr = err
-	} else {
-		peerProtocol = peer.Protocol()
-		peerSeq, peerPar, peerErr = toolLoads(ctx, peer, "bench", n)
-		peer.Close()
-	}
+	f.detail = fmt.Sprintf("%d calls over %s, each load in %d turns alternating with the peer's; sequential: stepwise %s", n, transport, rounds, seq)
 	parRatio := 0.0
 	if peerErr != nil {
 		f.compare("TS SDK peer, same calls, sequential", 0)
@@ -68,7 +119,7 @@ func toolcall(ctx context.Context, name, transport string, n int,
 		parRatio = par.PerSecond() / peerPar.PerSecond()
 		f.detail += fmt.Sprintf(", TS %s; %d in flight: stepwise %s, TS %s (ratio %.2f)",
 			peerSeq, inFlight, par, peerPar, parRatio)
-		if protocol != peerProtocol {
+		if protocol := cs.Protocol(); protocol != peerProtocol {
 			f.detail += fmt.Sprintf("; stepwise chose protocol %s, the peer %s", protocol, peerProtocol)
 		}
 	}
@@ -94,24 +145,4 @@ func floorDetail(ctx context.Context, floor func(context.Context, Result, int) (
 		text += fmt.Sprintf(" (%.2f× and %.2f× the TS peer)", seq.PerSecond()/peerSeq.PerSecond(), par.PerSecond()/peerPar.PerSecond())
 	}
 	return text
-}
-
-// stepwiseLoads starts stepwise, starts a waiting run and measures
-// toolLoads of run_get on it; protocol is the version the session
-// negotiated, result one run_get result as the server sent it.
-func stepwiseLoads(ctx context.Context, start func(context.Context) (*Session, error), n int) (seq, par Load, protocol string, result Result, err error) {
-	cs, err := start(ctx)
-	if err != nil {
-		return seq, par, "", Result{}, err
-	}
-	defer cs.Close()
-	id, err := startWaiting(ctx, cs)
-	if err != nil {
-		return seq, par, "", Result{}, err
-	}
-	if seq, par, err = toolLoads(ctx, cs, id, n); err != nil {
-		return seq, par, "", Result{}, err
-	}
-	res, err := call(ctx, cs, "run_get", map[string]any{"run_id": id})
-	return seq, par, cs.Protocol(), res, err
 }
