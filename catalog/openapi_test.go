@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -588,5 +589,43 @@ func TestExpansionBounded(t *testing.T) {
 	small, _ := buildDoc(t, strings.Replace(b.String(), "S0'}}}}\n      responses", "S35'}}}}\n      responses", 1))
 	if strings.Contains(jsonOf(small.Operations[0].InputSchema), "too large") {
 		t.Errorf("32 leaves cut: %.300s", jsonOf(small.Operations[0].InputSchema))
+	}
+}
+
+// TestSwaggerQueryArrays: a Swagger 2.0 query array without
+// collectionFormat is sent comma-separated (the 2.0 default, csv), not as
+// repeated keys (OpenAPI 3's default); multi repeats the key.
+func TestSwaggerQueryArrays(t *testing.T) {
+	doc := `swagger: "2.0"
+info: {title: Q, version: "1"}
+host: q.example.com
+paths:
+  /q:
+    get:
+      operationId: q
+      parameters:
+        - {name: ids, in: query, type: array, items: {type: integer}}
+        - {name: tags, in: query, type: array, items: {type: string}, collectionFormat: multi}
+        - {name: names, in: query, type: array, items: {type: string}, collectionFormat: csv}
+      responses: {"200": {description: ok}}
+`
+	c, _, err := Build(context.Background(), []byte(doc), Options{Title: "Q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := opNamed(t, c, "q")
+	explode := map[string]bool{}
+	for _, p := range op.Params {
+		explode[p.Name] = p.Explode
+	}
+	if want := map[string]bool{"ids": false, "tags": true, "names": false}; !reflect.DeepEqual(explode, want) {
+		t.Fatalf("explode %v, want %v", explode, want)
+	}
+	q := url.Values{}
+	for _, p := range op.Params {
+		addQuery(q, p, map[string]any{"ids": []any{1, 2}, "tags": []any{"a", "b"}, "names": []any{"x", "y"}}[p.Name])
+	}
+	if got, want := q.Encode(), "ids=1%2C2&names=x%2Cy&tags=a&tags=b"; got != want {
+		t.Fatalf("query %s, want %s", got, want)
 	}
 }

@@ -230,7 +230,7 @@ func (c *swaggerConv) param(p map[string]any) map[string]any {
 	out["schema"] = c.valueSchema(p)
 	if p["in"] == "query" && p["type"] == "array" {
 		switch p["collectionFormat"] {
-		case "csv":
+		case "csv", nil: // Swagger 2.0's default; OpenAPI 3's would repeat the key
 			out["style"], out["explode"] = "form", false
 		case "ssv":
 			out["style"], out["explode"] = "spaceDelimited", false
