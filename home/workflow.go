@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"stepwise.dev/stepwise/ident"
 )
 
 // Errors returned by FindWorkflow; test for them with errors.Is.
@@ -18,30 +20,12 @@ var (
 	ErrNotFound = errors.New("workflow not found")
 )
 
-// nameRule is the rule for library names (the same as a workflow's name),
-// as ValidName checks it. (Compiled, the pattern's {0,63} cost every start
-// of the binary a millisecond.)
-const nameRule = `^[a-z0-9][a-z0-9_-]{0,63}$`
-
 // extensions are the library file extensions, in lookup order.
 var extensions = []string{".yaml", ".yml", ".json"}
 
 // ValidName reports whether name is a valid library name:
 // ^[a-z0-9][a-z0-9_-]{0,63}$. Names that pass are safe to join to a directory.
-func ValidName(name string) bool {
-	if name == "" || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case (c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidName(name string) bool { return ident.Library.Valid(name) }
 
 // FindWorkflow returns the file a workflow reference names.
 //
@@ -68,7 +52,7 @@ func (h *Home) FindWorkflow(ref string) (string, error) {
 		return ref, nil
 	}
 	if !ValidName(ref) {
-		return "", fmt.Errorf("%w: %q is neither a file (no path separator or .yaml/.yml/.json) nor a library name matching %s", ErrUnsafeName, ref, nameRule)
+		return "", fmt.Errorf("%w: %q is neither a file (no path separator or .yaml/.yml/.json) nor a library name matching %s", ErrUnsafeName, ref, ident.Library.Pattern)
 	}
 	dir := h.WorkflowsDir()
 	tried := make([]string, 0, len(extensions))

@@ -24,26 +24,6 @@ type Server struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// serverNameRule is what servers.yaml accepts as a name, as
-// validServerName checks it (compiled, its {0,63} cost every start).
-const serverNameRule = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
-
-// validServerName reports whether name matches serverNameRule.
-func validServerName(name string) bool {
-	if name == "" || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case (c == '_' || c == '.' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // envName is what an environment variable of a stdio server may be called.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v4"
+
+	"stepwise.dev/stepwise/ident"
 )
 
 // ServersFile is the name of the file, in the home directory, that names
@@ -125,7 +127,7 @@ func (p *serversParser) file(root *yaml.Node) {
 }
 
 func (p *serversParser) server(name, def *yaml.Node) {
-	if !validServerName(name.Value) {
+	if !ident.Server.Valid(name.Value) {
 		p.problem(name, "server name %q: use letters, digits, _, . and - (at most 64)", name.Value)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/ident"
 	"stepwise.dev/stepwise/schema"
 )
 
@@ -559,26 +560,6 @@ func joinAnd(words []string) string {
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
-// identifierRule is what an input or output may be called, as
-// isIdentifier checks it (compiled, its {0,63} cost every start).
-const identifierRule = `^[A-Za-z_][A-Za-z0-9_]{0,63}$`
-
-// isIdentifier reports whether name matches identifierRule.
-func isIdentifier(name string) bool {
-	if name == "" || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', c == '_':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // names checks the keys of inputs or outputs: they are referenced in
 // expressions (inputs.NAME), so they must be identifiers.
 func (c *checker) names(field string) {
@@ -586,7 +567,7 @@ func (c *checker) names(field string) {
 		return
 	}
 	for _, k := range c.src.Keys("/" + field) {
-		if isIdentifier(k) {
+		if ident.Field.Valid(k) {
 			continue
 		}
 		p := Pointer(field, k)
@@ -596,7 +577,7 @@ func (c *checker) names(field string) {
 				return '_'
 			}
 			return r
-		}, k); isIdentifier(fixed) {
+		}, k); ident.Field.Valid(fixed) {
 			hint = fmt.Sprintf("did you mean %q?", fixed)
 		}
 		c.add(Violation{Path: p, Pos: c.src.KeyPos(p), Rule: RuleFormat, Hint: hint,
