@@ -165,28 +165,28 @@ func (s *Server) SecretHandler() http.Handler {
 		pg := s.secrets.get(id)
 		if pg == nil || strings.Contains(id, "/") {
 			w.WriteHeader(http.StatusNotFound)
-			_ = pageTmpl.Execute(w, pageData{Done: "This link was already used or has expired. Ask for the question again."})
+			_ = pageTmpl().Execute(w, pageData{Done: "This link was already used or has expired. Ask for the question again."})
 			return
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
-			_ = pageTmpl.Execute(w, s.pageData(pg, nil))
+			_ = pageTmpl().Execute(w, s.pageData(pg, nil))
 		case http.MethodPost:
 			if !s.sameOrigin(r) {
 				w.WriteHeader(http.StatusForbidden)
-				_ = pageTmpl.Execute(w, pageData{Done: "Refused: the form was sent from another site."})
+				_ = pageTmpl().Execute(w, pageData{Done: "Refused: the form was sent from another site."})
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 			if err := r.ParseForm(); err != nil {
 				w.WriteHeader(http.StatusBadRequest)
-				_ = pageTmpl.Execute(w, s.pageData(pg, []string{"The form could not be read."}))
+				_ = pageTmpl().Execute(w, s.pageData(pg, []string{"The form could not be read."}))
 				return
 			}
 			value, problems := formValue(&pg.pause, r.PostForm)
 			if len(problems) > 0 {
 				w.WriteHeader(http.StatusUnprocessableEntity)
-				_ = pageTmpl.Execute(w, s.pageData(pg, problems))
+				_ = pageTmpl().Execute(w, s.pageData(pg, problems))
 				return
 			}
 			_, err := s.svc.Continue(r.Context(), pg.pause.Token, value)
@@ -194,22 +194,22 @@ func (s *Server) SecretHandler() http.Handler {
 			switch {
 			case err == nil:
 				s.secrets.complete(id)
-				_ = pageTmpl.Execute(w, pageData{Done: "Received. stepwise continues the run; you can close this page."})
+				_ = pageTmpl().Execute(w, pageData{Done: "Received. stepwise continues the run; you can close this page."})
 			case errors.As(err, &ee) && ee.Code == engine.CodeAnswerInvalid:
 				w.WriteHeader(http.StatusUnprocessableEntity)
 				var msgs []string
 				for _, v := range ee.Violations {
 					msgs = append(msgs, v.Message)
 				}
-				_ = pageTmpl.Execute(w, s.pageData(pg, msgs))
+				_ = pageTmpl().Execute(w, s.pageData(pg, msgs))
 			case errors.As(err, &ee):
 				s.secrets.close(id)
 				w.WriteHeader(http.StatusGone)
-				_ = pageTmpl.Execute(w, pageData{Done: "This question can no longer be answered here: " + ee.Message + "."})
+				_ = pageTmpl().Execute(w, pageData{Done: "This question can no longer be answered here: " + ee.Message + "."})
 			default:
 				s.log.Error("secret page", "run_id", pg.pause.RunID, "error", err)
 				w.WriteHeader(http.StatusInternalServerError)
-				_ = pageTmpl.Execute(w, s.pageData(pg, []string{"stepwise could not record the answer; try again."}))
+				_ = pageTmpl().Execute(w, s.pageData(pg, []string{"stepwise could not record the answer; try again."}))
 			}
 		default:
 			w.Header().Set("Allow", "GET, POST")
@@ -303,7 +303,11 @@ func (s *Server) pageData(pg *secretPage, problems []string) pageData {
 	return d
 }
 
-var pageTmpl = template.Must(template.New("secret").Parse(`<!doctype html>
+// pageTmpl is the secret page, parsed on first use: most servers never
+// show it, and every start of the binary would pay for parsing it.
+var pageTmpl = sync.OnceValue(func() *template.Template { return template.Must(template.New("secret").Parse(pageSource)) })
+
+const pageSource = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>stepwise — a secret is needed</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#222}
@@ -319,4 +323,4 @@ button{margin-top:1.25rem;padding:.5rem 1.25rem;font:inherit}.help{color:#555;fo
 {{else}}<input id="{{.Name}}" name="{{.Name}}" type="{{.Input}}" autocomplete="off" spellcheck="false">{{end}}
 {{if .Help}}<p class="help">{{.Help}}</p>{{end}}{{end}}
 <button type="submit">Send to stepwise</button></form>{{end}}
-</body></html>`))
+</body></html>`
