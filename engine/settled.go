@@ -9,7 +9,8 @@ import (
 // Settled is a run as a commit just left it, waiting on the one pause that
 // commit opened: the run's row as the store now holds it (its revision,
 // event sequence, status, inputs, outputs and error, from the row the
-// driver loaded and every commit it made since) and that pause's row. A
+// driver loaded and every commit it made since; not its update time, which
+// the store sets) and that pause's row. A
 // caller that needs the run's view right after a Continue (run_continue's
 // result) builds it from this instead of reading back what was just
 // written. It is a snapshot at the commit: anything later (a cancel, a
