@@ -19,22 +19,29 @@ import (
 // ask-loop workflow (it asks again and again).
 func benchService(b testing.TB) *Service {
 	b.Helper()
-	dir := b.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
-		b.Fatal(err)
-	}
 	loop, err := os.ReadFile(filepath.Join("..", "bench", "workflows", "ask-loop.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "workflows", "ask-loop.yaml"), loop, 0o644); err != nil {
-		b.Fatal(err)
+	return serviceWith(b, "ask-loop", loop)
+}
+
+// serviceWith opens a service (durability normal) on a fresh home whose
+// library holds one workflow, closed when the test ends.
+func serviceWith(t testing.TB, name string, source []byte) *Service {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "workflows", name+".yaml"), source, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	s, err := Open(context.Background(), Options{Home: dir, Durability: sqlite.Normal})
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	b.Cleanup(func() { _ = s.Close(context.Background()) })
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
 }
 

@@ -3,12 +3,8 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"stepwise.dev/stepwise/store/sqlite"
 )
 
 // settleFlow asks again and again, through a switch and a pure step, with
@@ -40,19 +36,8 @@ outputs:
 // engine.Settled) is the view a read of the run gives right after, token
 // included, for every answer of a run; and the shortcut is taken.
 func TestContinuedViewIsTheStoredView(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "workflows", "settle.yaml"), []byte(settleFlow), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Home: dir, Durability: sqlite.Normal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s := serviceWith(t, "settle", []byte(settleFlow))
 	l, err := s.LoadWorkflow("settle")
 	if err != nil {
 		t.Fatal(err)
