@@ -62,6 +62,9 @@ func TestAuthorSaveRenameDelete(t *testing.T) {
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "stepwise://workflows"}); err != nil {
 		t.Fatal(err)
 	}
+	// The client does not wait for the server to take the subscription
+	// (see TestSubscriptionProgressAndLogs).
+	waitFor(t, func() bool { return e.srv.subs.watched("stepwise://workflows") }, "the subscription to reach the server")
 	lib := filepath.Join(e.svc.Home.Dir, "workflows")
 
 	// An invalid workflow is refused by the library and nothing is written.

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,6 +48,12 @@ func TestSubscriptionProgressAndLogs(t *testing.T) {
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
 	}
+	// From protocol 2026-07-28 the client's Subscribe sends a long-lived
+	// subscriptions/listen and returns without waiting for the server to
+	// take it; the server handles each request in a goroutine of its own,
+	// so the run_continue below could be handled first and its events
+	// find nobody subscribed.
+	waitFor(t, func() bool { return e.srv.subs.watched(uri) }, "the subscription to reach the server")
 	params := &mcp.CallToolParams{Name: "run_continue", Arguments: map[string]any{"token": run.Pause.Token, "value": "Ada"}}
 	params.SetProgressToken("p1")
 	if _, err := cs.CallTool(ctx, params); err != nil {
@@ -71,7 +78,11 @@ func TestSubscriptionProgressAndLogs(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(updated) > 0 && strings.Contains(strings.Join(logs, "\n"), "Hello, Ada")
-	}, "a resources/updated notification and the log step's message")
+	}, "a resources/updated notification and the log step's message", func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("updates %v, logs %q", updated, logs)
+	})
 	mu.Lock()
 	for _, u := range updated {
 		if u != uri {
@@ -169,11 +180,16 @@ func TestExposedWorkflowsFollowTheLibrary(t *testing.T) {
 	waitFor(t, func() bool { return tools()["wf_vault"] == nil }, "wf_vault to disappear")
 }
 
-func waitFor(t *testing.T, cond func() bool, what string) {
+// waitFor waits until cond holds; on a time-out, state (when given) says
+// what there was.
+func waitFor(t *testing.T, cond func() bool, what string, state ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if len(state) > 0 {
+				t.Fatalf("timed out waiting for %s: %s", what, state[0]())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)

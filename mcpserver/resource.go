@@ -159,8 +159,7 @@ func (s *subscriptions) watched(uri string) bool {
 
 // pumpEvents turns the engine's events into resources/updated
 // notifications for subscribed run resources (and their parents').
-func (s *Server) pumpEvents(ctx context.Context) {
-	events, stop := s.svc.Engine.Subscribe("")
+func (s *Server) pumpEvents(ctx context.Context, events <-chan engine.Event, stop func()) {
 	defer stop()
 	for {
 		select {

@@ -137,8 +137,11 @@ func (s *Server) Start(ctx context.Context) {
 	ctx, s.stop = context.WithCancel(ctx)
 	s.stopped = make(chan struct{})
 	var wg sync.WaitGroup
+	// Subscribed before Start returns: events of runs started right after
+	// (a session's first call) must not pass before the pump listens.
+	events, unsubscribe := s.svc.Engine.Subscribe("")
 	wg.Add(1)
-	go func() { defer wg.Done(); s.pumpEvents(ctx) }()
+	go func() { defer wg.Done(); s.pumpEvents(ctx, events, unsubscribe) }()
 	s.checkLibrary(ctx)
 	wg.Add(1)
 	go func() { defer wg.Done(); s.followLibrary(ctx) }()
