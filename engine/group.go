@@ -35,7 +35,13 @@ func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[
 		// for sub-workflow runs.
 		if e.awaitsAnswer(ctx, rs) {
 			if rs.run.Status != store.StatusWaiting {
-				if err := e.commit(ctx, rs, store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting}}, rs.state); err != nil {
+				// The branches' pauses were published while the run was
+				// running: this event tells watchers that the run as a
+				// whole now waits (without it they noticed on their next
+				// poll, half a second later).
+				c := store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting},
+					Events: []store.Event{e.event(rs, EventRunPaused, sx.s.ID, map[string]any{"kind": "group", "visit": sx.visit}, e.now().UTC())}}
+				if err := e.commit(ctx, rs, c, rs.state); err != nil {
 					return err
 				}
 			}

@@ -539,3 +539,42 @@ outputs:
 		t.Fatalf("timers left %+v", ts)
 	}
 }
+
+// TestParkedGroupAnnouncesWaiting: when every branch of a group waits for
+// an answer, the run's change to waiting is published as an event with that
+// status (the branches' own pauses are published while the run is still
+// running), so that watchers need not poll for it.
+func TestParkedGroupAnnouncesWaiting(t *testing.T) {
+	h := newHarness(t)
+	doc := `version: 1
+name: grouped
+steps:
+  - id: both
+    parallel:
+      - id: color
+        ask: {prompt: "Color?", type: string}
+      - id: size
+        ask: {prompt: "Size?", type: string}
+`
+	events, stop := h.eng.Subscribe("")
+	defer stop()
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.RunID != id || ev.Status != store.StatusWaiting {
+				continue
+			}
+			if ev.Type != EventRunPaused || ev.StepID != "both" || ev.Seq == 0 {
+				t.Fatalf("the waiting status came with %+v", ev)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no event said the run waits")
+		}
+	}
+}

@@ -31,6 +31,63 @@ outputs:
   color: ${{ steps.color.answer }}
 `
 
+// groupFlow asks at the top level, then two questions side by side in a
+// parallel group: after the first answer two pauses are open, so the
+// view may not come from the commit (engine.Settled is nil).
+const groupFlow = `version: 1
+name: grouped
+steps:
+  - id: who
+    ask: {prompt: "Who?", type: string}
+  - id: both
+    parallel:
+      - id: color
+        ask: {prompt: "Color?", type: string}
+      - id: size
+        ask: {prompt: "Size?", type: string}
+`
+
+// TestContinuedViewWithGroupsIsRead: a run whose workflow has groups
+// takes no shortcut, and its result is still the view read back.
+func TestContinuedViewWithGroupsIsRead(t *testing.T) {
+	ctx := context.Background()
+	s := serviceWith(t, "grouped", []byte(groupFlow))
+	l, err := s.LoadWorkflow("grouped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.StartRun(ctx, l, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.AwaitBrief(ctx, id, 5*time.Second, nil, nil)
+	if err != nil || v.Pause == nil {
+		t.Fatalf("first pause: %v %+v", err, v)
+	}
+	sub := s.Subscribe()
+	defer sub.Close()
+	res, err := s.ContinueFromAgent(ctx, v.Pause.Token, "Ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Settled != nil {
+		t.Fatalf("a workflow with groups settled: %+v", res.Settled)
+	}
+	got, err := s.AwaitContinued(ctx, id, res, 5*time.Second, sub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.GetRunBrief(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) || got.Pause == nil {
+		t.Fatalf("view\n%s\nread back\n%s", g, w)
+	}
+}
+
 // TestContinuedViewIsTheStoredView: the view run_continue returns from
 // the commit that recorded the answer (AwaitContinued with
 // engine.Settled) is the view a read of the run gives right after, token
