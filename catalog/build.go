@@ -63,7 +63,7 @@ func Validate(ctx context.Context, data []byte, location string) *Report {
 	} else {
 		b.warn("the document names no absolute server URL: give base_url when importing it")
 	}
-	r.Warnings = append(append(r.Warnings, d.warnings...), b.warnings...)
+	r.Warnings = append(append(r.Warnings, d.warnings...), b.found...)
 	if len(ops) == 0 {
 		r.Problems = append(r.Problems, "the document has no operation a catalog can call")
 	}
@@ -98,7 +98,7 @@ func Build(ctx context.Context, data []byte, o Options) (*Catalog, []string, err
 	if len(ops) == 0 {
 		return nil, nil, invalid("the document has no operation a catalog can call")
 	}
-	warnings := append(append([]string{}, d.warnings...), b.warnings...)
+	warnings := append(append([]string{}, d.warnings...), b.found...)
 	base := o.BaseURL
 	if base == "" {
 		base = d.serverURL(o.Location)

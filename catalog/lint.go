@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,14 +39,10 @@ func lint(d *document) []string {
 }
 
 type linter struct {
-	doc   *document
-	found []string
+	notes
+	doc *document
 	// ids lists the operations of each operationId.
 	ids map[string][]string
-}
-
-func (l *linter) warn(format string, args ...any) {
-	l.found = append(l.found, fmt.Sprintf(format, args...))
 }
 
 func (l *linter) info() {

@@ -97,12 +97,8 @@ var specMethods = []string{"get", "head", "post", "put", "patch", "delete", "opt
 // a departure from the specification: it is read as absent, with a
 // warning, rather than refusing a document that is otherwise usable.
 type decoder struct {
-	res      *resolver
-	warnings []string
-}
-
-func (d *decoder) warn(format string, args ...any) {
-	d.warnings = append(d.warnings, fmt.Sprintf(format, args...))
+	notes
+	res *resolver
 }
 
 // decodeSpec reads the OpenAPI 3 form of a document.
@@ -168,7 +164,7 @@ func decodeSpec(root map[string]any, res *resolver) (*spec, []string) {
 		}
 	}
 	_, s.hasWebhooks = root["webhooks"]
-	return s, d.warnings
+	return s, d.found
 }
 
 func (d *decoder) pathItem(v any, path string) *pathItem {

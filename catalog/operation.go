@@ -50,16 +50,20 @@ func derivedName(method, path string) string {
 
 // builder collects a document's operations and what it had to skip.
 type builder struct {
-	doc      *document
-	warnings []string
-	taken    map[string]bool
+	notes
+	doc   *document
+	taken map[string]bool
 	// cut is set when a schema of the operation being built was too large
 	// to inline whole (see maxSchemaNodes).
 	cut bool
 }
 
-func (b *builder) warn(format string, args ...any) {
-	b.warnings = append(b.warnings, fmt.Sprintf(format, args...))
+// notes collects the warnings of one pass over a document (decoding,
+// converting, checking, building).
+type notes struct{ found []string }
+
+func (n *notes) warn(format string, args ...any) {
+	n.found = append(n.found, fmt.Sprintf(format, args...))
 }
 
 // convert converts one schema of the operation being built.

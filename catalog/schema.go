@@ -258,22 +258,15 @@ func (c *converter) numberKeywords(s, out map[string]any) {
 	setNumber(out, "maximum", s["maximum"])
 	setNumber(out, "multipleOf", s["multipleOf"])
 	// 3.1 writes the bound; 3.0 flags minimum/maximum as exclusive.
-	switch v := s["exclusiveMinimum"].(type) {
-	case float64:
-		out["exclusiveMinimum"] = v
-	case bool:
-		if min, ok := s["minimum"].(float64); ok && v {
-			out["exclusiveMinimum"] = min
-			delete(out, "minimum")
-		}
-	}
-	switch v := s["exclusiveMaximum"].(type) {
-	case float64:
-		out["exclusiveMaximum"] = v
-	case bool:
-		if max, ok := s["maximum"].(float64); ok && v {
-			out["exclusiveMaximum"] = max
-			delete(out, "maximum")
+	for _, k := range [...]struct{ exclusive, bound string }{{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}} {
+		switch v := s[k.exclusive].(type) {
+		case float64:
+			out[k.exclusive] = v
+		case bool:
+			if bound, ok := s[k.bound].(float64); ok && v {
+				out[k.exclusive] = bound
+				delete(out, k.bound)
+			}
 		}
 	}
 }

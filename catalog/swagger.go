@@ -83,17 +83,13 @@ func fromSwagger(root map[string]any) (map[string]any, []string, error) {
 	} else if v, ok := root["paths"]; ok {
 		out["paths"] = v
 	}
-	return out, c.warnings, nil
+	return out, c.found, nil
 }
 
 type swaggerConv struct {
-	root     map[string]any
-	res      *resolver
-	warnings []string
-}
-
-func (c *swaggerConv) warn(format string, args ...any) {
-	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
+	notes
+	root map[string]any
+	res  *resolver
 }
 
 // servers is the server list of host, basePath and schemes: one server
