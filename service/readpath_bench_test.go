@@ -47,19 +47,28 @@ func serviceWith(t testing.TB, name string, source []byte) *Service {
 
 func benchWaitingRun(b *testing.B, s *Service) string {
 	b.Helper()
-	ctx := context.Background()
-	l, err := s.LoadWorkflow("ask-loop")
-	if err != nil {
-		b.Fatal(err)
-	}
-	id, err := s.StartRun(ctx, l, nil, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Wait(ctx, id, 5*time.Second); err != nil {
-		b.Fatal(err)
-	}
+	id, _ := startPaused(b, s, "ask-loop", nil)
 	return id
+}
+
+// startPaused starts the library workflow name and returns the run and its
+// brief view once it waits on its first pause.
+func startPaused(t testing.TB, s *Service, name string, inputs map[string]any) (string, *RunView) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := s.LoadWorkflow(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.StartRun(ctx, l, inputs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.AwaitBrief(ctx, id, 5*time.Second, nil, nil)
+	if err != nil || v.Pause == nil {
+		t.Fatalf("first pause of %s: %v %+v", name, err, v)
+	}
+	return id, v
 }
 
 // BenchmarkReadPathGetRun is run_get of a waiting run.

@@ -52,18 +52,7 @@ steps:
 func TestContinuedViewWithGroupsIsRead(t *testing.T) {
 	ctx := context.Background()
 	s := serviceWith(t, "grouped", []byte(groupFlow))
-	l, err := s.LoadWorkflow("grouped")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := s.StartRun(ctx, l, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := s.AwaitBrief(ctx, id, 5*time.Second, nil, nil)
-	if err != nil || v.Pause == nil {
-		t.Fatalf("first pause: %v %+v", err, v)
-	}
+	id, v := startPaused(t, s, "grouped", nil)
 	sub := s.Subscribe()
 	defer sub.Close()
 	res, err := s.ContinueFromAgent(ctx, v.Pause.Token, "Ada")
@@ -95,18 +84,7 @@ func TestContinuedViewWithGroupsIsRead(t *testing.T) {
 func TestContinuedViewIsTheStoredView(t *testing.T) {
 	ctx := context.Background()
 	s := serviceWith(t, "settle", []byte(settleFlow))
-	l, err := s.LoadWorkflow("settle")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := s.StartRun(ctx, l, map[string]any{"who": "ada", "key": "hunter2"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := s.AwaitBrief(ctx, id, 5*time.Second, nil, nil)
-	if err != nil || v.Pause == nil {
-		t.Fatalf("first pause: %v %+v", err, v)
-	}
+	id, v := startPaused(t, s, "settle", map[string]any{"who": "ada", "key": "hunter2"})
 	answers := []any{1, 2, 3, 4, 9, "blue"}
 	settled := 0
 	for i, a := range answers {

@@ -94,9 +94,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		if !kept {
 			s.views.keep(run, rows)
 		}
-		if ps, err := s.Engine.PausesOf(id, rows.pauses); err == nil && len(ps) > 0 {
-			v.Pause = &ps[0]
-		}
+		v.Pause = s.ownPause(id, rows.pauses)
 		return v, nil
 	}
 	// The children are read once, for the view and for the pauses the run

@@ -81,10 +81,17 @@ func (s *Service) AwaitContinued(ctx context.Context, runID string, res engine.C
 // pause (engine.Settled): its own, as it has no children.
 func (s *Service) settledBrief(ctx context.Context, st *engine.Settled) *RunView {
 	v := s.summary(ctx, st.Run)
-	if ps, err := s.Engine.PausesOf(st.Run.ID, []store.Pause{st.Pause}); err == nil && len(ps) > 0 {
-		v.Pause = &ps[0]
-	}
+	v.Pause = s.ownPause(st.Run.ID, []store.Pause{st.Pause})
 	return v
+}
+
+// ownPause is the first of the open pause rows of a run without children
+// as the run shows it (its token signed), or nil.
+func (s *Service) ownPause(runID string, rows []store.Pause) *engine.Pause {
+	if ps, err := s.Engine.PausesOf(runID, rows); err == nil && len(ps) > 0 {
+		return &ps[0]
+	}
+	return nil
 }
 
 // deliverer passes a run's events on to onEvent once each, in order;
