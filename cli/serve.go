@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,40 +176,61 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 
 	ctx, stop, which := serveSignals()
 	defer stop()
-	// The MCP server's tools are built while the store opens: neither
-	// needs the other, and each takes a few milliseconds of every start.
-	built := make(chan *mcpserver.Server, 1)
+	// The store opens while the MCP server's tools are built: neither needs
+	// the other, and each takes a few milliseconds of every start. Over
+	// stdio the client's handshake is answered before either is done (its
+	// other requests wait for start): a client that spawns the server
+	// waits for that answer, often under a short timeout.
+	type opened struct {
+		svc *service.Service
+		err error
+	}
+	opening := make(chan opened, 1)
 	go func() {
-		built <- mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger, ProtocolLogger: protocolLogger})
+		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
+			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, AllowInlineMCPCommands: o.allowShell})
+		opening <- opened{svc, err}
 	}()
-	svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
-		Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, AllowInlineMCPCommands: o.allowShell})
-	srv := <-built
-	if err != nil {
-		return err
-	}
-	srv.Attach(svc)
+	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger, ProtocolLogger: protocolLogger})
 	sessionLog.Attach(srv)
-	if n, err := svc.Recover(ctx); err != nil {
-		logger.Error("recover runs", "error", err)
-	} else if n > 0 {
-		logger.Info("resumed interrupted runs", "count", n)
-	}
-	srv.Start(ctx)
-	tuneServeGC()
+	var svc *service.Service
 	defer func() {
+		if svc == nil {
+			return
+		}
 		srv.Close()
 		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = svc.Close(closeCtx)
 	}()
-
-	// What the server lets workflows touch goes on its "serving" log line.
-	policy := []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow}
+	// start waits for the store, resumes interrupted runs and lets the
+	// sessions' requests through; it returns what the server lets
+	// workflows touch, for the "serving" log line.
+	start := func() ([]any, error) {
+		o := <-opening
+		if o.err != nil {
+			srv.Fail(o.err)
+			return nil, o.err
+		}
+		svc = o.svc
+		srv.Attach(svc)
+		if n, err := svc.Recover(ctx); err != nil {
+			logger.Error("recover runs", "error", err)
+		} else if n > 0 {
+			logger.Info("resumed interrupted runs", "count", n)
+		}
+		srv.Start(ctx)
+		tuneServeGC()
+		return []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow}, nil
+	}
 	if ln != nil {
+		policy, startErr := start()
+		if startErr != nil {
+			return startErr
+		}
 		err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
 	} else {
-		err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), policy)
+		err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), start)
 	}
 	switch which() {
 	case os.Interrupt:
@@ -315,16 +337,33 @@ func serveSignals() (context.Context, func(), func() os.Signal) {
 	}
 }
 
-func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger, stderr io.Writer, policy []any) error {
+// serveStdio serves the one session of stdin and stdout while start
+// readies the server; it returns start's error when there is one.
+func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger, stderr io.Writer, start func() ([]any, error)) error {
 	if term.IsTerminal(int(os.Stdin.Fd())) {
 		fmt.Fprintln(stderr, "stepwise serve speaks MCP (JSON-RPC) on stdin/stdout: register it in an MCP client (see the README), or use --http.")
 	}
 	out, err := reserveStdout()
 	if err != nil {
-		return err
+		_, startErr := start()
+		return cmp.Or(startErr, err)
 	}
-	logger.Info("serving MCP over stdio", policy...)
-	err = srv.MCP().Run(ctx, &mcpserver.StdioTransport{Reader: serveStdin(), Writer: out})
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := make(chan error, 1)
+	go func() {
+		policy, err := start()
+		if err != nil {
+			cancel() // the session's held requests have their answer; the server stops
+		} else {
+			logger.Info("serving MCP over stdio", policy...)
+		}
+		started <- err
+	}()
+	err = srv.MCP().Run(runCtx, &mcpserver.StdioTransport{Reader: serveStdin(), Writer: out})
+	if startErr := <-started; startErr != nil {
+		return startErr
+	}
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")) {
 		return nil
 	}

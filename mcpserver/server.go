@@ -59,22 +59,26 @@ type Server struct {
 
 	stop    context.CancelFunc
 	stopped chan struct{}
+	ready   *readiness
 
 	libMu   sync.Mutex
 	libSeen map[string]string // library name → version, as last notified
 }
 
 // New builds the server and registers its tools, resources and prompts.
+// Its sessions are served at once; Start begins its notifications.
 func New(svc *service.Service, opts Options) *Server {
 	s := NewUnattached(opts)
 	s.Attach(svc)
+	s.ready.open(nil)
 	return s
 }
 
 // NewUnattached is New before the service exists: building the tools and
 // their schemas does not need it, so `serve` does it while the store opens
-// (a few milliseconds of every start). Attach the service before Start
-// and before connecting any session.
+// (a few milliseconds of every start). Sessions may connect at once: they
+// are answered the handshake (initialize, ping) and their other requests
+// wait until Start, after Attach, or fail once Fail is called.
 func NewUnattached(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -91,7 +95,7 @@ func NewUnattached(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}}
+	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}, ready: newReadiness()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "stepwise", Title: "stepwise workflow engine", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:       instructions,
 		Logger:             opts.ProtocolLogger,
@@ -105,7 +109,7 @@ func NewUnattached(opts Options) *Server {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(checkSetLevel)
+	s.mcp.AddReceivingMiddleware(checkSetLevel, s.ready.middleware)
 	s.addWorkflowTools()
 	s.addLibraryTools()
 	s.addActionTools()
@@ -125,14 +129,21 @@ Start with workflow_list, or read stepwise://docs/workflows to author one (valid
 run_start returns when the run finishes, pauses or wait_seconds pass. A pause carries a token: answer a question (relay it to the person) or do an agent task, then call run_continue with the token and the value. A run still "running" is followed with run_get.
 Errors carry error_code, violations and suggested_action: fix what they name and call again.`
 
-// Attach gives a server built by NewUnattached its service.
+// Attach gives a server built by NewUnattached its service. Requests
+// other than the handshake still wait for Start.
 func (s *Server) Attach(svc *service.Service) { s.svc = svc }
+
+// Fail answers every request waiting for a server built by NewUnattached,
+// and every later one but the handshake, with err: its service could not
+// be opened.
+func (s *Server) Fail(err error) { s.ready.open(err) }
 
 // MCP returns the SDK server, to connect transports to.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Start begins forwarding engine events to subscribers and, with
-// ExposeWorkflows, following the library. Call Close to stop.
+// ExposeWorkflows, following the library, then lets the requests of
+// sessions connected before it through. Call Close to stop.
 func (s *Server) Start(ctx context.Context) {
 	ctx, s.stop = context.WithCancel(ctx)
 	s.stopped = make(chan struct{})
@@ -146,6 +157,7 @@ func (s *Server) Start(ctx context.Context) {
 	wg.Add(1)
 	go func() { defer wg.Done(); s.followLibrary(ctx) }()
 	go func() { wg.Wait(); close(s.stopped) }()
+	s.ready.open(nil)
 }
 
 // Close stops what Start began.

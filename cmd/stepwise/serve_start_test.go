@@ -1,0 +1,56 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A server whose store cannot be opened still answers the handshake (it
+// is answered before the store opens), then answers the client's calls
+// with the reason or closes the session, and exits with the usage code
+// and the reason on stderr: it never serves without its store.
+func TestServeStdioStoreThatCannotOpen(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "stepwise.db"), bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(sharedBinary(t), "--home", home, "serve")
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err == nil {
+		res, callErr := cs.CallTool(ctx, &mcp.CallToolParams{Name: "workflow_list", Arguments: map[string]any{}})
+		if callErr == nil {
+			t.Fatalf("workflow_list answered without a store: %+v", res)
+		}
+		if !strings.Contains(callErr.Error(), "could not start") && !strings.Contains(callErr.Error(), "closed") && !strings.Contains(callErr.Error(), "EOF") {
+			t.Fatalf("want the start's error or a closed session, got %v", callErr)
+		}
+		_ = cs.Close()
+	}
+	// Close (or a failed Connect) waits for the process; its state is set.
+	if cmd.ProcessState == nil {
+		if err := cmd.Wait(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			t.Logf("wait: %v", err)
+		}
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 2 {
+		t.Fatalf("exit code %d, want 2; stderr: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "not a database") {
+		t.Fatalf("stderr does not say why: %s", stderr.String())
+	}
+}
