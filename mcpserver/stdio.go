@@ -1,11 +1,13 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -298,11 +300,48 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			return c.writeBatch(all)
 		}
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("marshaling message: %w", err)
 	}
 	return c.writeLine(data)
+}
+
+// encodeMessage is jsonrpc.EncodeMessage with a shorter way for a
+// successful answer: the SDK made its result with json.Marshal (compact,
+// valid, no HTML escaping), and encoding the answer around it would copy
+// and re-validate every byte of it again (88 KB for tools/list, the
+// largest answer of every session's start). The bytes are the same. A
+// result with a line end in it (which json.Marshal never writes) takes
+// the full encoding, which compacts it: a line end would end the frame.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 || !resp.ID.IsValid() ||
+		bytes.IndexByte(resp.Result, '\n') >= 0 || bytes.IndexByte(resp.Result, '\r') >= 0 {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	var id []byte
+	switch v := resp.ID.Raw().(type) {
+	case int64:
+		id = strconv.AppendInt(nil, v, 10)
+	case string:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // as the SDK encodes
+		if err := enc.Encode(v); err != nil {
+			return nil, err
+		}
+		id = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	default:
+		return jsonrpc.EncodeMessage(msg)
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	data := make([]byte, 0, len(head)+len(id)+len(mid)+len(resp.Result)+2) // room for the line's end
+	data = append(data, head...)
+	data = append(data, id...)
+	data = append(data, mid...)
+	data = append(data, resp.Result...)
+	return append(data, '}'), nil
 }
 
 // noteInitialized records the protocol version the server chose, from its
