@@ -36,12 +36,9 @@ func spawns(ctx context.Context, n int, start func() (*Session, error)) (Spawns,
 			return Spawns{}, err
 		}
 		d := time.Since(t0)
-		// The handshake may be answered before the server has opened its
-		// store (stepwise does so over stdio): the idle server is the one
-		// that has answered a first listing, as a client asks right after.
-		if _, err := cs.request(ctx, "tools/list", map[string]any{}); err != nil {
+		if err := awaitStarted(ctx, cs); err != nil {
 			cs.Close()
-			return Spawns{}, fmt.Errorf("tools/list after the handshake: %w", err)
+			return Spawns{}, err
 		}
 		r := time.Since(t0)
 		m, err := memory(cs.Pid())
@@ -57,6 +54,17 @@ func spawns(ctx context.Context, n int, start func() (*Session, error)) (Spawns,
 	slices.Sort(ready)
 	slices.SortFunc(mem, func(a, b Memory) int { return cmp.Compare(a.RSS, b.RSS) })
 	return Spawns{N: n, Start: times[n/2], Ready: ready[n/2], Memory: mem[n/2]}, nil
+}
+
+// awaitStarted asks the server for its tools, as a client does right
+// after the handshake. stepwise answers the handshake over stdio before
+// it has opened its store, and this only once it has: what is measured
+// after it is the started server.
+func awaitStarted(ctx context.Context, cs *Session) error {
+	if _, err := cs.request(ctx, "tools/list", map[string]any{}); err != nil {
+		return fmt.Errorf("tools/list after the handshake: %w", err)
+	}
+	return nil
 }
 
 // spawnFigures measures stepwise's start (spawn_ms, idle_rss_mb) against

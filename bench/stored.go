@@ -32,6 +32,9 @@ func storedReads(ctx context.Context, bin, home, durability string, n, reads int
 		return get, list, err
 	}
 	defer cs.Close()
+	if err := awaitStarted(ctx, cs); err != nil { // the first read is not the start's
+		return get, list, err
+	}
 	rng := rand.New(rand.NewPCG(1, 2)) // the same runs every time
 	gets, err := drive(reads, 1, func(int) error {
 		_, err := call(ctx, cs, "run_get", map[string]any{"run_id": ids[rng.IntN(len(ids))]})

@@ -10,7 +10,8 @@ import (
 // waiting on a question. The runs are started through the MCP surface of
 // that very server (run_start, 8 in flight), so whatever the server keeps
 // for a run it started and for the calls that started it is in the figure.
-// The baseline is the same process before the first run_start.
+// The baseline is the same process, started (awaitStarted), before the
+// first run_start.
 func waitingRSS(ctx context.Context, bin, home, durability string, n int) (Figure, error) {
 	f := Figure{Name: "waiting_10k_rss_mb", Unit: "MB"}
 	cs, err := stepwiseStdio(ctx, bin, home, durability)
@@ -18,6 +19,9 @@ func waitingRSS(ctx context.Context, bin, home, durability string, n int) (Figur
 		return f, err
 	}
 	defer cs.Close()
+	if err := awaitStarted(ctx, cs); err != nil {
+		return f, err
+	}
 	before, err := memory(cs.Pid())
 	if err != nil {
 		return f, err
