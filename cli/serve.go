@@ -207,12 +207,12 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	// sessions' requests through; it returns what the server lets
 	// workflows touch, for the "serving" log line.
 	start := func() ([]any, error) {
-		o := <-opening
-		if o.err != nil {
-			srv.Fail(o.err)
-			return nil, o.err
+		op := <-opening
+		if op.err != nil {
+			srv.Fail(op.err)
+			return nil, op.err
 		}
-		svc = o.svc
+		svc = op.svc
 		srv.Attach(svc)
 		if n, err := svc.Recover(ctx); err != nil {
 			logger.Error("recover runs", "error", err)
@@ -345,6 +345,8 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 	}
 	out, err := reserveStdout()
 	if err != nil {
+		// The store is opening meanwhile: wait for it, so that it is
+		// closed as it should be, and report why it failed if it did.
 		_, startErr := start()
 		return cmp.Or(startErr, err)
 	}
