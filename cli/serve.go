@@ -223,14 +223,22 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		tuneServeGC()
 		return []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow}, nil
 	}
-	if ln != nil {
+	// Over stdio the session starts while the store opens. With
+	// --expose-workflows it starts after: the library's wf_ tools are added
+	// at start, and a session connected before would be told of them by a
+	// tools/list_changed, possibly before it has said initialized.
+	if ln == nil && !o.expose {
+		err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), start)
+	} else {
 		policy, startErr := start()
 		if startErr != nil {
 			return startErr
 		}
-		err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
-	} else {
-		err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), start)
+		if ln != nil {
+			err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
+		} else {
+			err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), func() ([]any, error) { return policy, nil })
+		}
 	}
 	switch which() {
 	case os.Interrupt:

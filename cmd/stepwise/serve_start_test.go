@@ -54,3 +54,40 @@ func TestServeStdioStoreThatCannotOpen(t *testing.T) {
 		t.Fatalf("stderr does not say why: %s", stderr.String())
 	}
 }
+
+// With --expose-workflows the library's wf_ tools are there from the
+// session's first listing, and nothing announces them as a change: the
+// session starts once the server has (it is not answered before the
+// store opens, as without the flag).
+func TestServeStdioExposedToolsNeedNoListChanged(t *testing.T) {
+	home := libraryHome(t)
+	changed := make(chan struct{}, 10)
+	cmd := exec.Command(sharedBinary(t), "--home", home, "serve", "--expose-workflows")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tool := range res.Tools {
+		found = found || tool.Name == "wf_greet"
+	}
+	if !found {
+		t.Fatal("wf_greet is not in the first listing")
+	}
+	// A change is announced after a short delay (the SDK gathers them):
+	// wait well past it.
+	select {
+	case <-changed:
+		t.Fatal("tools/list_changed sent though the tools did not change after the session started")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
