@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -370,7 +371,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 		}
 		started <- err
 	}()
-	err = srv.MCP().Run(runCtx, &mcpserver.StdioTransport{Reader: serveStdin(), Writer: out})
+	err = runSession(runCtx, srv, &mcpserver.StdioTransport{Reader: serveStdin(), Writer: out})
 	if startErr := <-started; startErr != nil {
 		return startErr
 	}
@@ -378,6 +379,26 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 		return nil
 	}
 	return err
+}
+
+// runSession serves one session on t until the client leaves or ctx ends.
+// It is the SDK's Server.Run without its log lines: Run logs an error for
+// the end of every session by signal, the usual way to stop a server.
+func runSession(ctx context.Context, srv *mcpserver.Server, t mcp.Transport) error {
+	ss, err := srv.MCP().Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err = <-ended:
+		return err
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return ctx.Err()
+	}
 }
 
 func serveHTTP(ctx context.Context, ln net.Listener, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any) error {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,5 +90,32 @@ func TestServeStdioExposedToolsNeedNoListChanged(t *testing.T) {
 	case <-changed:
 		t.Fatal("tools/list_changed sent though the tools did not change after the session started")
 	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// SIGTERM stops a stdio server cleanly: exit 0, and no error on stderr
+// (the SDK's Run logged one for every session ended by a signal).
+func TestServeStdioSIGTERMLogsNoError(t *testing.T) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(sharedBinary(t), "--home", libraryHome(t), "serve")
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil { // the server has started
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cs.Close() // waits for the process
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM; stderr: %s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "level=ERROR") {
+		t.Fatalf("an error logged for a stop by SIGTERM:\n%s", stderr.String())
 	}
 }
