@@ -54,17 +54,23 @@ func newEnv(t *testing.T, opts Options, so service.Options) *env {
 // connect connects a client over in-memory transports.
 func (e *env) connect(copts *mcp.ClientOptions) *mcp.ClientSession {
 	e.t.Helper()
+	return connectServer(e.t, e.srv, copts)
+}
+
+// connectServer connects a client to srv over in-memory transports; the
+// session is closed when the test ends.
+func connectServer(t *testing.T, srv *Server, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := e.srv.MCP().Connect(context.Background(), st, nil)
+	ss, err := srv.MCP().Connect(context.Background(), st, nil)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts)
-	cs, err := c.Connect(context.Background(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts).Connect(context.Background(), ct, nil)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	e.t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
 	return cs
 }
 

@@ -15,19 +15,11 @@ import (
 )
 
 // connectUnattached connects a client to a server built by NewUnattached:
-// the handshake must succeed before the server has a service.
+// the handshake (connectServer fails the test without it) and a ping must
+// succeed before the server has a service.
 func connectUnattached(t *testing.T, srv *Server) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatalf("handshake before the service: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+	cs := connectServer(t, srv, nil)
 	if err := cs.Ping(context.Background(), nil); err != nil {
 		t.Fatalf("ping before the service: %v", err)
 	}
