@@ -60,6 +60,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	if err := e.store.PutVersion(ctx, store.Version{Version: req.Version, Name: wf.Name, Definition: req.Definition}); err != nil {
 		return "", err
 	}
+	e.knowDefinition(req.Version, wf)
 	runID := req.RunID
 	if runID == "" {
 		id, err := uuid.NewV7()

@@ -259,6 +259,21 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 	return wf, nil
 }
 
+// knowDefinition makes wf the parsed workflow of version unless one is
+// known already: a run started from a workflow its caller has just parsed
+// need not parse the stored definition again (for a large workflow that
+// is most of a short run's cost). wf is what workflow.Load makes of the
+// version's definition — Check of the same value — apart from the order
+// of its inputs, which a stored definition has sorted and which matters
+// only to Start (TestSeededDefinitionIsTheStoredOne).
+func (e *Engine) knowDefinition(version string, wf *workflow.Workflow) {
+	e.defsMu.Lock()
+	if _, ok := e.defs[version]; !ok {
+		e.defs[version] = wf
+	}
+	e.defsMu.Unlock()
+}
+
 // env is the expression context. The "run" map and, for a workflow that
 // declares no environment variables, the whole context are kept between
 // calls while what they show is unchanged: every step of a run builds its
