@@ -6,7 +6,7 @@
 //	go run ./bench -full           the sizes (10,000 waiting runs, 100,000 stored)
 //	go run ./bench -smoke          the smallest sizes: proves every measurement works (CI)
 //	go run ./bench -quick -json    the same figures as a JSON array
-//	go run ./bench -quick -cpuprofile DIR   CPU profiles of the step loops and of run_get instead
+//	go run ./bench -quick -cpuprofile DIR   CPU profiles of the step loops and of the MCP calls instead
 //
 // It builds cmd/stepwise into a temporary directory, measures the engine
 // in this process and the built server over stdio and HTTP from its own
@@ -40,7 +40,7 @@ func main() {
 	flag.BoolVar(&smoke, "smoke", false, "the smallest sizes: proves that every measurement works, says nothing about speed")
 	flag.BoolVar(&asJSON, "json", false, "print the figures as a JSON array")
 	flag.StringVar(&only, "only", "", "measure only the figures whose names start with one of these comma-separated prefixes (e.g. toolcall,continue)")
-	flag.StringVar(&profileDir, "cpuprofile", "", "instead of the figures, write CPU profiles of the step loops and of run_get over stdio into this directory")
+	flag.StringVar(&profileDir, "cpuprofile", "", "instead of the figures, write CPU profiles of the step loops, of run_get over stdio and over HTTP, and of run_continue into this directory")
 	flag.Parse()
 	sz := quickSizes
 	switch {

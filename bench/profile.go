@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -15,9 +17,10 @@ import (
 // profileAll writes CPU profiles of the loops behind the figures into dir,
 // for `go tool pprof -top`: the serial and the concurrent step loops of
 // both durabilities, driven in this process as the figures drive them,
-// and run_get and run_continue over stdio. A server in another process
-// cannot be profiled from here, so for those the server runs in this
-// process behind real pipes, with the bench's client at their other ends;
+// run_get over streamable HTTP, and run_get and run_continue over stdio. A
+// server in another process cannot be profiled from here, so for those the
+// server runs in this process behind a loopback listener or real pipes,
+// with the bench's client at their other ends;
 // its goroutines carry the label side=server, so that
 // `-tagfocus side=server` leaves the client out.
 func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) error {
@@ -44,6 +47,23 @@ func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) e
 		}
 	}
 	home, err := newHome(tmp, "mcp")
+	if err != nil {
+		return err
+	}
+	err = serveHTTPInProcess(ctx, home, func(cs *Session) error {
+		id, err := startWaiting(ctx, cs)
+		if err != nil {
+			return err
+		}
+		args := map[string]any{"run_id": id}
+		return profile(filepath.Join(dir, "run_get_http.pprof"), progress, func() error {
+			_, err := drive(5*sz.Calls, 1, func(int) error {
+				_, err := call(ctx, cs, "run_get", args)
+				return err
+			})
+			return err
+		})
+	})
 	if err != nil {
 		return err
 	}
@@ -139,5 +159,38 @@ func serveInProcess(ctx context.Context, home string, fn func(cs *Session) error
 		toClient.Close()
 		<-done
 	}()
+	return fn(cs)
+}
+
+// serveHTTPInProcess serves home's MCP surface in this process over
+// streamable HTTP on a loopback listener, as `stepwise serve --http` does,
+// and hands fn the bench's HTTP client connected to it. The server's
+// requests carry the label side=server.
+func serveHTTPInProcess(ctx context.Context, home string, fn func(cs *Session) error) error {
+	svc, err := service.Open(ctx, service.Options{Home: home, Durability: serverDurability})
+	if err != nil {
+		return err
+	}
+	defer svc.Close(ctx)
+	srv := mcpserver.New(svc, mcpserver.Options{Version: "bench"})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv.Start(ctx)
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	h := srv.HTTPHandler(mcpserver.HTTPOptions{})
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.Do(r.Context(), pprof.Labels("side", "server"), func(context.Context) { h.ServeHTTP(w, r) })
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	cs, err := connect(ctx, newHTTPWire("http://"+ln.Addr().String()+"/mcp"), nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
 	return fn(cs)
 }
