@@ -51,36 +51,13 @@ func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) e
 		return err
 	}
 	err = serveHTTPInProcess(ctx, home, func(cs *Session) error {
-		id, err := startWaiting(ctx, cs)
-		if err != nil {
-			return err
-		}
-		args := map[string]any{"run_id": id}
-		return profile(filepath.Join(dir, "run_get_http.pprof"), progress, func() error {
-			_, err := drive(5*sz.Calls, 1, func(int) error {
-				_, err := call(ctx, cs, "run_get", args)
-				return err
-			})
-			return err
-		})
+		return profileRunGet(ctx, cs, filepath.Join(dir, "run_get_http.pprof"), 5*sz.Calls, progress)
 	})
 	if err != nil {
 		return err
 	}
 	return serveInProcess(ctx, home, func(cs *Session) error {
-		id, err := startWaiting(ctx, cs)
-		if err != nil {
-			return err
-		}
-		args := map[string]any{"run_id": id}
-		err = profile(filepath.Join(dir, "run_get_stdio.pprof"), progress, func() error {
-			_, err := drive(10*sz.Calls, 1, func(int) error {
-				_, err := call(ctx, cs, "run_get", args)
-				return err
-			})
-			return err
-		})
-		if err != nil {
+		if err := profileRunGet(ctx, cs, filepath.Join(dir, "run_get_stdio.pprof"), 10*sz.Calls, progress); err != nil {
 			return err
 		}
 		return profile(filepath.Join(dir, "continue_stdio.pprof"), progress, func() error {
@@ -123,16 +100,11 @@ func stepLoop(ctx context.Context, dir, durability string, runs, n int) error {
 // pipes, as `stepwise serve` does over stdin and stdout, and hands fn the
 // bench's client connected at their other ends.
 func serveInProcess(ctx context.Context, home string, fn func(cs *Session) error) error {
-	svc, err := service.Open(ctx, service.Options{Home: home, Durability: serverDurability})
+	srv, ctx, stop, err := startInProcess(ctx, home)
 	if err != nil {
 		return err
 	}
-	defer svc.Close(ctx)
-	srv := mcpserver.New(svc, mcpserver.Options{Version: "bench"})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	srv.Start(ctx)
-	defer srv.Close()
+	defer stop()
 	toServer, fromClient, err := os.Pipe()
 	if err != nil {
 		return err
@@ -154,7 +126,6 @@ func serveInProcess(ctx context.Context, home string, fn func(cs *Session) error
 	}
 	defer func() {
 		cs.Close()
-		cancel()
 		toServer.Close()
 		toClient.Close()
 		<-done
@@ -167,16 +138,11 @@ func serveInProcess(ctx context.Context, home string, fn func(cs *Session) error
 // and hands fn the bench's HTTP client connected to it. The server's
 // requests carry the label side=server.
 func serveHTTPInProcess(ctx context.Context, home string, fn func(cs *Session) error) error {
-	svc, err := service.Open(ctx, service.Options{Home: home, Durability: serverDurability})
+	srv, ctx, stop, err := startInProcess(ctx, home)
 	if err != nil {
 		return err
 	}
-	defer svc.Close(ctx)
-	srv := mcpserver.New(svc, mcpserver.Options{Version: "bench"})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	srv.Start(ctx)
-	defer srv.Close()
+	defer stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -193,4 +159,40 @@ func serveHTTPInProcess(ctx context.Context, home string, fn func(cs *Session) e
 	}
 	defer cs.Close()
 	return fn(cs)
+}
+
+// startInProcess opens home's service and starts an MCP server on it in
+// this process, as `stepwise serve` does; the context it returns ends
+// with stop, which also closes the server and the service.
+func startInProcess(ctx context.Context, home string) (*mcpserver.Server, context.Context, func(), error) {
+	svc, err := service.Open(ctx, service.Options{Home: home, Durability: serverDurability})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	srv := mcpserver.New(svc, mcpserver.Options{Version: "bench"})
+	sctx, cancel := context.WithCancel(ctx)
+	srv.Start(sctx)
+	stop := func() {
+		cancel()
+		srv.Close()
+		svc.Close(ctx)
+	}
+	return srv, sctx, stop, nil
+}
+
+// profileRunGet profiles calls sequential run_get of a waiting run on cs
+// into path.
+func profileRunGet(ctx context.Context, cs *Session, path string, calls int, progress io.Writer) error {
+	id, err := startWaiting(ctx, cs)
+	if err != nil {
+		return err
+	}
+	args := map[string]any{"run_id": id}
+	return profile(path, progress, func() error {
+		_, err := drive(calls, 1, func(int) error {
+			_, err := call(ctx, cs, "run_get", args)
+			return err
+		})
+		return err
+	})
 }
