@@ -85,8 +85,8 @@ type Engine struct {
 	workflows func(ctx context.Context, name, dir string) (*WorkflowDef, error)
 
 	defsMu  sync.Mutex
-	defs    map[string]*workflow.Workflow
-	schemas map[string]*schema.Schema
+	defs    *lru[*workflow.Workflow] // parsed definitions by version (lru.go)
+	schemas *lru[*schema.Schema]     // compiled output schemas by version and step
 
 	sem chan struct{}
 
@@ -137,8 +137,8 @@ func New(cfg Config) (*Engine, error) {
 		grace:     cfg.ShutdownGrace,
 		workflows: cfg.Workflows,
 		bus:       newBus(),
-		defs:      map[string]*workflow.Workflow{},
-		schemas:   map[string]*schema.Schema{},
+		defs:      newLRU[*workflow.Workflow](maxDefinitions),
+		schemas:   newLRU[*schema.Schema](maxSchemas),
 		active:    map[string]*driver{},
 	}
 	if e.actions == nil {

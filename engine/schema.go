@@ -45,7 +45,7 @@ func (e *Engine) checkOutputSchema(rs *runState, s *workflow.Step, v any) []work
 func (e *Engine) outputSchema(version string, s *workflow.Step) (*schema.Schema, error) {
 	key := version + "\x00" + s.ID
 	e.defsMu.Lock()
-	sch, ok := e.schemas[key]
+	sch, ok := e.schemas.get(key)
 	e.defsMu.Unlock()
 	if ok {
 		return sch, nil
@@ -55,7 +55,7 @@ func (e *Engine) outputSchema(version string, s *workflow.Step) (*schema.Schema,
 		return nil, fmt.Errorf("output_schema of %s: %w", s.ID, err)
 	}
 	e.defsMu.Lock()
-	e.schemas[key] = sch
+	e.schemas.add(key, sch)
 	e.defsMu.Unlock()
 	return sch, nil
 }

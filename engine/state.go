@@ -236,11 +236,11 @@ func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) 
 	return rs, nil
 }
 
-// definition returns the parsed workflow of a version, parsing each
-// version once per engine.
+// definition returns the parsed workflow of a version, parsing it once
+// while it stays among the most recently used (lru.go).
 func (e *Engine) definition(ctx context.Context, version string) (*workflow.Workflow, error) {
 	e.defsMu.Lock()
-	wf, ok := e.defs[version]
+	wf, ok := e.defs.get(version)
 	e.defsMu.Unlock()
 	if ok {
 		return wf, nil
@@ -254,7 +254,7 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 		return nil, fmt.Errorf("definition %s: %w", version, err)
 	}
 	e.defsMu.Lock()
-	e.defs[version] = wf
+	e.defs.add(version, wf)
 	e.defsMu.Unlock()
 	return wf, nil
 }
@@ -268,8 +268,8 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 // only to Start (TestSeededDefinitionIsTheStoredOne).
 func (e *Engine) knowDefinition(version string, wf *workflow.Workflow) {
 	e.defsMu.Lock()
-	if _, ok := e.defs[version]; !ok {
-		e.defs[version] = wf
+	if _, ok := e.defs.get(version); !ok {
+		e.defs.add(version, wf)
 	}
 	e.defsMu.Unlock()
 }

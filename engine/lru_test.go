@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// TestLRUKeepsTheMostRecentlyUsed checks the cache against a model: after
+// any sequence of gets and adds it holds exactly the max keys used last,
+// each with the value last added.
+func TestLRUKeepsTheMostRecentlyUsed(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		max := rapid.IntRange(1, 5).Draw(t, "max")
+		c := newLRU[int](max)
+		var recent []string // the model: keys, the most recently used first
+		values := map[string]int{}
+		use := func(k string) {
+			recent = slices.DeleteFunc(recent, func(x string) bool { return x == k })
+			recent = append([]string{k}, recent...)
+		}
+		for i := range rapid.IntRange(0, 60).Draw(t, "ops") {
+			k := fmt.Sprintf("k%d", rapid.IntRange(0, 7).Draw(t, "key"))
+			if rapid.Bool().Draw(t, "add") {
+				c.add(k, i)
+				values[k] = i
+				use(k)
+				if len(recent) > max {
+					delete(values, recent[max])
+					recent = recent[:max]
+				}
+				continue
+			}
+			v, ok := c.get(k)
+			want, kept := values[k]
+			if ok != kept || (ok && v != want) {
+				t.Fatalf("get %s = %d, %v; the model has %d, %v", k, v, ok, want, kept)
+			}
+			if ok {
+				use(k)
+			}
+		}
+		if c.len() != len(recent) {
+			t.Fatalf("%d entries, the model %d", c.len(), len(recent))
+		}
+		for _, k := range recent {
+			if v, ok := c.get(k); !ok || v != values[k] {
+				t.Fatalf("%s: %d, %v; want %d", k, v, ok, values[k])
+			}
+		}
+	})
+}
+
+// TestDefinitionsKeptAreBounded: a server that sees many versions keeps
+// only the most recently used parsed, and a run of a version that fell out
+// goes on, its definition parsed again from the store.
+func TestDefinitionsKeptAreBounded(t *testing.T) {
+	defer func(n int) { maxDefinitions = n }(maxDefinitions)
+	maxDefinitions = 2
+	h := newHarness(t)
+	ctx := context.Background()
+	id, err := h.start(questionFlow, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := h.wait(id)
+	if run.Status != store.StatusWaiting {
+		t.Fatalf("run %s", run.Status)
+	}
+	for _, name := range []string{"other-one", "other-two"} {
+		other, err := h.start("version: 1\nname: "+name+"\nsteps:\n  - {id: a, uses: noop}\n", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := h.wait(other); r.Status != store.StatusSucceeded {
+			t.Fatalf("%s: %s", name, r.Status)
+		}
+	}
+	h.eng.defsMu.Lock()
+	n := h.eng.defs.len()
+	_, kept := h.eng.defs.get(run.Version)
+	h.eng.defsMu.Unlock()
+	if n != 2 || kept {
+		t.Fatalf("%d definitions kept, the first version among them: %v", n, kept)
+	}
+	if _, err := h.eng.Continue(ctx, h.pause(id).Token, "Alice"); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.wait(id); r.Status != store.StatusSucceeded {
+		t.Fatalf("run after its definition fell out: %s", r.Status)
+	}
+	wf, err := h.eng.definition(ctx, run.Version)
+	if err != nil || wf.Name != "greet" {
+		t.Fatalf("definition parsed again: %v, %v", wf, err)
+	}
+}
