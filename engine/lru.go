@@ -16,10 +16,10 @@ var (
 	maxSchemas     = 1024
 )
 
-// lru is a map bounded to its max most recently used entries. It is not
+// lru is a map bounded to its limit most recently used entries. It is not
 // safe for concurrent use: the engine's defsMu guards its caches.
 type lru[V any] struct {
-	max   int
+	limit int
 	m     map[string]*list.Element
 	order list.List // of *lruEntry[V], the most recently used first
 }
@@ -29,8 +29,8 @@ type lruEntry[V any] struct {
 	val V
 }
 
-func newLRU[V any](max int) *lru[V] {
-	return &lru[V]{max: max, m: map[string]*list.Element{}}
+func newLRU[V any](limit int) *lru[V] {
+	return &lru[V]{limit: limit, m: map[string]*list.Element{}}
 }
 
 // get returns the value of key and marks it used.
@@ -45,7 +45,7 @@ func (c *lru[V]) get(key string) (V, bool) {
 }
 
 // add sets key to v, marks it used, and drops the least recently used
-// entry when there are more than max.
+// entry when there are more than limit.
 func (c *lru[V]) add(key string, v V) {
 	if el, ok := c.m[key]; ok {
 		el.Value.(*lruEntry[V]).val = v
@@ -53,7 +53,7 @@ func (c *lru[V]) add(key string, v V) {
 		return
 	}
 	c.m[key] = c.order.PushFront(&lruEntry[V]{key: key, val: v})
-	if c.order.Len() > c.max {
+	if c.order.Len() > c.limit {
 		last := c.order.Back()
 		c.order.Remove(last)
 		delete(c.m, last.Value.(*lruEntry[V]).key)

@@ -12,12 +12,12 @@ import (
 )
 
 // TestLRUKeepsTheMostRecentlyUsed checks the cache against a model: after
-// any sequence of gets and adds it holds exactly the max keys used last,
+// any sequence of gets and adds it holds exactly the limit keys used last,
 // each with the value last added.
 func TestLRUKeepsTheMostRecentlyUsed(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		max := rapid.IntRange(1, 5).Draw(t, "max")
-		c := newLRU[int](max)
+		limit := rapid.IntRange(1, 5).Draw(t, "limit")
+		c := newLRU[int](limit)
 		var recent []string // the model: keys, the most recently used first
 		values := map[string]int{}
 		use := func(k string) {
@@ -30,9 +30,9 @@ func TestLRUKeepsTheMostRecentlyUsed(t *testing.T) {
 				c.add(k, i)
 				values[k] = i
 				use(k)
-				if len(recent) > max {
-					delete(values, recent[max])
-					recent = recent[:max]
+				if len(recent) > limit {
+					delete(values, recent[limit])
+					recent = recent[:limit]
 				}
 				continue
 			}
