@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -35,8 +34,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
-	var mcpHandler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.opts.ProtocolLogger})
+	var mcpHandler http.Handler = newHTTPTransport(s.mcp, o.SessionTimeout, s.opts.ProtocolLogger)
 	mux := http.NewServeMux()
 	if len(o.AuthTokens) > 0 {
 		meta := "/.well-known/oauth-protected-resource/mcp"

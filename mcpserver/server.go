@@ -109,7 +109,7 @@ func NewUnattached(opts Options) *Server {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(checkSetLevel, s.ready.middleware)
+	s.mcp.AddReceivingMiddleware(checkSetLevel, s.ready.middleware, relateToCall)
 	s.addWorkflowTools()
 	s.addLibraryTools()
 	s.addActionTools()

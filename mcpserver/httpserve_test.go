@@ -1,0 +1,359 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/service"
+)
+
+// rawHTTP is a bare streamable-HTTP client: the tests see every status,
+// header and event the transport sends.
+type rawHTTP struct {
+	t       *testing.T
+	url     string
+	session string
+	token   string
+}
+
+// serveHTTPTest serves a fresh home's MCP surface over loopback HTTP.
+func serveHTTPTest(t *testing.T, o HTTPOptions) *rawHTTP {
+	t.Helper()
+	e := newEnv(t, Options{Version: "test", BaseURL: "http://127.0.0.1"}, service.Options{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(o))
+	t.Cleanup(hs.Close)
+	return &rawHTTP{t: t, url: hs.URL + "/mcp"}
+}
+
+// do sends a request with the usual headers (hdr adds or, with "", removes).
+func (c *rawHTTP) do(method, body string, hdr map[string]string) *http.Response {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set(headerSession, c.session)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// initialize opens a session and says initialized.
+func (c *rawHTTP) initialize() {
+	c.t.Helper()
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	if res.StatusCode != http.StatusOK || res.Header.Get(headerSession) == "" {
+		c.t.Fatalf("initialize: %d, session %q", res.StatusCode, res.Header.Get(headerSession))
+	}
+	c.session = res.Header.Get(headerSession)
+	if msgs := events(c.t, res); len(msgs) != 1 || msgs[0]["result"] == nil {
+		c.t.Fatalf("initialize answered %v", msgs)
+	}
+	if res := c.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{headerProtocol: "2025-11-25"}); res.StatusCode != http.StatusAccepted {
+		c.t.Fatalf("initialized: %d", res.StatusCode)
+	}
+}
+
+// events reads a response's server-sent events as JSON messages.
+func events(t *testing.T, res *http.Response) []map[string]any {
+	t.Helper()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		body, _ := io.ReadAll(res.Body)
+		t.Fatalf("content type %q: %s", ct, body)
+	}
+	var out []map[string]any
+	var data strings.Builder
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "data: "); ok {
+			data.WriteString(rest)
+			continue
+		}
+		if line == "" && data.Len() > 0 {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data.String()), &m); err != nil {
+				t.Fatalf("event %q: %v", data.String(), err)
+			}
+			out = append(out, m)
+			data.Reset()
+		}
+	}
+	return out
+}
+
+func TestHTTPSessionLifecycle(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	res := c.do(http.MethodPost, ping, nil)
+	if msgs := events(t, res); len(msgs) != 1 || msgs[0]["id"] != 2.0 || msgs[0]["result"] == nil {
+		t.Fatalf("ping answered %v", msgs)
+	}
+	if res := c.do(http.MethodDelete, "", nil); res.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", res.StatusCode)
+	}
+	if res := c.do(http.MethodPost, ping, nil); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("ping after DELETE: %d", res.StatusCode)
+	}
+	// A POST without a session that is not an initialize is answered and
+	// leaves no session behind.
+	c.session = ""
+	res = c.do(http.MethodPost, ping, nil)
+	if msgs := events(t, res); len(msgs) != 1 || res.Header.Get(headerSession) != "" {
+		t.Fatalf("ping without a session: %v, session %q", msgs, res.Header.Get(headerSession))
+	}
+}
+
+func TestHTTPRefusesBadRequests(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	for _, tc := range []struct {
+		name, method, body string
+		hdr                map[string]string
+		status             int
+	}{
+		{"foreign Host on loopback", http.MethodPost, ping, map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		{"not JSON", http.MethodPost, ping, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType},
+		{"no event streams accepted", http.MethodPost, ping, map[string]string{"Accept": "application/json"}, http.StatusBadRequest},
+		{"unknown protocol version", http.MethodPost, ping, map[string]string{headerProtocol: "1999-01-01"}, http.StatusBadRequest},
+		{"unknown session", http.MethodPost, ping, map[string]string{headerSession: "nope"}, http.StatusNotFound},
+		{"malformed", http.MethodPost, `{"jsonrpc":`, nil, http.StatusBadRequest},
+		{"empty", http.MethodPost, "", nil, http.StatusBadRequest},
+		{"batch in 2025-06-18", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: "2025-06-18"}, http.StatusBadRequest},
+		{"too large", http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", maxHTTPBody) + `"}}`, nil, http.StatusRequestEntityTooLarge},
+		{"GET without a session", http.MethodGet, "", map[string]string{headerSession: ""}, http.StatusBadRequest},
+		{"DELETE without a session", http.MethodDelete, "", map[string]string{headerSession: ""}, http.StatusBadRequest},
+		{"PUT", http.MethodPut, ping, nil, http.StatusMethodNotAllowed},
+	} {
+		if res := c.do(tc.method, tc.body, tc.hdr); res.StatusCode != tc.status {
+			body, _ := io.ReadAll(res.Body)
+			t.Errorf("%s: %d, want %d: %s", tc.name, res.StatusCode, tc.status, body)
+		}
+	}
+	// None of it touched the session.
+	if msgs := events(t, c.do(http.MethodPost, ping, nil)); len(msgs) != 1 {
+		t.Fatalf("ping after the refusals: %v", msgs)
+	}
+}
+
+func TestHTTPSessionEndsWhenIdle(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{SessionTimeout: 150 * time.Millisecond})
+	c.initialize()
+	ping := `{"jsonrpc":"2.0","id":5,"method":"ping"}`
+	for range 3 { // requests keep it alive
+		time.Sleep(60 * time.Millisecond)
+		if res := c.do(http.MethodPost, ping, nil); res.StatusCode != http.StatusOK {
+			t.Fatalf("ping within the timeout: %d", res.StatusCode)
+		}
+	}
+	time.Sleep(400 * time.Millisecond)
+	if res := c.do(http.MethodPost, ping, nil); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("ping after the timeout: %d", res.StatusCode)
+	}
+}
+
+func TestHTTPSessionBelongsToItsUser(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{AuthTokens: []string{"token-one-long-enough", "token-two-long-enough"}})
+	c.token = "token-one-long-enough"
+	c.initialize()
+	ping := `{"jsonrpc":"2.0","id":6,"method":"ping"}`
+	c.token = "token-two-long-enough"
+	if res := c.do(http.MethodPost, ping, nil); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("another user's session: %d", res.StatusCode)
+	}
+	c.token = "token-one-long-enough"
+	if res := c.do(http.MethodPost, ping, nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("its own user: %d", res.StatusCode)
+	}
+}
+
+// TestHTTPStatelessProtocol: a call in SEP-2575's protocol is refused with
+// the versions the server speaks; server/discover is answered.
+func TestHTTPStatelessProtocol(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		map[string]string{headerProtocol: statelessProtocol})
+	var refusal struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+				Requested string   `json:"requested"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	body, _ := io.ReadAll(res.Body)
+	if err := json.Unmarshal(body, &refusal); err != nil || res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("refusal: %d %s", res.StatusCode, body)
+	}
+	if refusal.Error.Code != mcp.CodeUnsupportedProtocolVersion || refusal.Error.Data.Requested != statelessProtocol ||
+		len(refusal.Error.Data.Supported) == 0 || strings.Contains(strings.Join(refusal.Error.Data.Supported, ","), statelessProtocol) {
+		t.Fatalf("refusal: %s", body)
+	}
+	c.session = ""
+	discover := `{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	if msgs := events(t, c.do(http.MethodPost, discover, map[string]string{headerProtocol: statelessProtocol})); len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("discover: %v", msgs)
+	}
+	if res := c.do(http.MethodPost, discover, map[string]string{headerProtocol: "2025-11-25"}); res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("discover whose header and _meta disagree: %d", res.StatusCode)
+	}
+}
+
+// TestHTTPProgressOnTheCallStream: what a tool sends during a call goes on
+// that call's stream, before its answer.
+func TestHTTPProgressOnTheCallStream(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	msgs := events(t, c.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_start","arguments":{"workflow":"greet"}}}`, nil))
+	if len(msgs) != 1 {
+		t.Fatalf("run_start: %v", msgs)
+	}
+	var started struct {
+		Pause struct {
+			Token string `json:"token"`
+		} `json:"pause"`
+	}
+	raw, _ := json.Marshal(msgs[0]["result"].(map[string]any)["structuredContent"])
+	if err := json.Unmarshal(raw, &started); err != nil || started.Pause.Token == "" {
+		t.Fatalf("run_start result: %s", raw)
+	}
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"run_continue","arguments":{"token":%q,"value":"Alice","wait_seconds":5}}}`, started.Pause.Token)
+	msgs = events(t, c.do(http.MethodPost, call, nil))
+	if len(msgs) < 2 {
+		t.Fatalf("run_continue with a progress token: %v", msgs)
+	}
+	for _, m := range msgs[:len(msgs)-1] {
+		if m["method"] != "notifications/progress" {
+			t.Fatalf("before the answer: %v", m)
+		}
+	}
+	if last := msgs[len(msgs)-1]; last["id"] != 10.0 || last["result"] == nil {
+		t.Fatalf("the answer: %v", last)
+	}
+}
+
+// TestHTTPStandaloneStream: one GET stream per session.
+func TestHTTPStandaloneStream(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	res := c.do(http.MethodGet, "", nil)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if second := c.do(http.MethodGet, "", nil); second.StatusCode != http.StatusConflict {
+		t.Fatalf("a second GET: %d", second.StatusCode)
+	}
+	// Ending the session ends its stream.
+	if del := c.do(http.MethodDelete, "", nil); del.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", del.StatusCode)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(res.Body); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the GET stream outlived its session")
+	}
+}
+
+// TestHTTPGoSDKClient: the go-sdk's client, which opens with SEP-2575's
+// server/discover and falls back to initialize, works against the
+// transport, progress notifications included.
+func TestHTTPGoSDKClient(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	ctx := context.Background()
+	progress := make(chan string, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progress <- r.Params.Message
+		}})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var started struct {
+		Pause struct {
+			Token string `json:"token"`
+		} `json:"pause"`
+	}
+	if isError := call(t, cs, "run_start", map[string]any{"workflow": "greet"}, &started); isError || started.Pause.Token == "" {
+		t.Fatalf("run_start: %+v", started)
+	}
+	params := &mcp.CallToolParams{Name: "run_continue", Arguments: map[string]any{"token": started.Pause.Token, "value": "Alice", "wait_seconds": 5}}
+	params.SetProgressToken("p")
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("run_continue: %v %v", res, err)
+	}
+	select {
+	case <-progress:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no progress notification")
+	}
+}
+
+// TestSSEEventLinesJoinBack: a message with line ends between its tokens
+// is framed as several data lines that join back into the same JSON.
+func TestSSEEventLinesJoinBack(t *testing.T) {
+	for _, msg := range []string{`{"a":1}`, "{\n\"a\": [1,\r\n2],\r\"b\":\"x\\ny\"\n}"} {
+		ev := string(sseEvent([]byte(msg)))
+		if !strings.HasPrefix(ev, "event: message\n") || !strings.HasSuffix(ev, "\n\n") {
+			t.Fatalf("framing of %q: %q", msg, ev)
+		}
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSuffix(ev, "\n\n"), "\n")[1:] {
+			rest, ok := strings.CutPrefix(l, "data: ")
+			if !ok {
+				t.Fatalf("line %q of %q", l, ev)
+			}
+			lines = append(lines, rest)
+		}
+		var got, want any
+		if err := json.Unmarshal([]byte(strings.Join(lines, "\n")), &got); err != nil {
+			t.Fatalf("%q: %v", ev, err)
+		}
+		_ = json.Unmarshal([]byte(msg), &want)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q became %v", msg, got)
+		}
+	}
+}
