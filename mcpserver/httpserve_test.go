@@ -357,3 +357,29 @@ func TestSSEEventLinesJoinBack(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPElicitationDuringACall: a question the server asks the person
+// during a call reaches the go-sdk client, and its answer (a POST of its
+// own) reaches the waiting call. (Which stream carries it is
+// TestHTTPProgressOnTheCallStream's concern: this client also listens on
+// the GET stream.)
+func TestHTTPElicitationDuringACall(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	asked := 0
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked++
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+		}})
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: c.url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var deleted struct {
+		Name string `json:"name"`
+	}
+	if isError := call(t, cs, "workflow_delete", map[string]any{"name": "greet"}, &deleted); isError || deleted.Name != "greet" || asked != 1 {
+		t.Fatalf("workflow_delete: error %v, %+v, asked %d times", isError, deleted, asked)
+	}
+}
