@@ -407,6 +407,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, srv *mcpserver.Server, o *s
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	hs.RegisterOnShutdown(srv.EndHTTPSessions) // listening clients would hold the shutdown
 	fmt.Fprintf(stderr, "stepwise: serving MCP at %s/mcp\n", baseURL)
 	logger.Info("serving MCP over HTTP", append([]any{"url", baseURL + "/mcp", "auth", len(o.authTokens) > 0}, policy...)...)
 	errc := make(chan error, 1)

@@ -34,7 +34,11 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
-	var mcpHandler http.Handler = newHTTPTransport(s.mcp, o.SessionTimeout, s.opts.ProtocolLogger)
+	transport := newHTTPTransport(s.mcp, o.SessionTimeout, s.opts.ProtocolLogger)
+	s.httpMu.Lock()
+	s.https = append(s.https, transport)
+	s.httpMu.Unlock()
+	var mcpHandler http.Handler = transport
 	mux := http.NewServeMux()
 	if len(o.AuthTokens) > 0 {
 		meta := "/.well-known/oauth-protected-resource/mcp"
@@ -52,6 +56,18 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// EndHTTPSessions ends every session of the HTTP handlers: their streams
+// end, so that an HTTP server shutting down gracefully does not wait for
+// clients that listen on them (http.Server.RegisterOnShutdown).
+func (s *Server) EndHTTPSessions() {
+	s.httpMu.Lock()
+	ts := slices.Clone(s.https)
+	s.httpMu.Unlock()
+	for _, t := range ts {
+		t.closeAll()
+	}
 }
 
 // tokenVerifier accepts the configured tokens, compared in constant time.

@@ -196,6 +196,19 @@ func (h *httpTransport) open(r *http.Request) (*streamSession, error) {
 	return s, nil
 }
 
+// closeAll ends every session.
+func (h *httpTransport) closeAll() {
+	h.mu.Lock()
+	all := make([]*streamSession, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.close()
+	}
+}
+
 // forget drops a closed session.
 func (h *httpTransport) forget(id string) {
 	h.mu.Lock()

@@ -21,6 +21,7 @@ import (
 // header and event the transport sends.
 type rawHTTP struct {
 	t       *testing.T
+	srv     *Server
 	url     string
 	session string
 	token   string
@@ -32,7 +33,7 @@ func serveHTTPTest(t *testing.T, o HTTPOptions) *rawHTTP {
 	e := newEnv(t, Options{Version: "test", BaseURL: "http://127.0.0.1"}, service.Options{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(o))
 	t.Cleanup(hs.Close)
-	return &rawHTTP{t: t, url: hs.URL + "/mcp"}
+	return &rawHTTP{t: t, srv: e.srv, url: hs.URL + "/mcp"}
 }
 
 // do sends a request with the usual headers (hdr adds or, with "", removes).
@@ -282,6 +283,21 @@ func TestHTTPStandaloneStream(t *testing.T) {
 	if del := c.do(http.MethodDelete, "", nil); del.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", del.StatusCode)
 	}
+	streamEnds(t, res)
+	// So does a server shutting down (EndHTTPSessions).
+	c.session = ""
+	c.initialize()
+	res = c.do(http.MethodGet, "", nil)
+	c.srv.EndHTTPSessions()
+	streamEnds(t, res)
+	if res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":11,"method":"ping"}`, nil); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("a session after EndHTTPSessions: %d", res.StatusCode)
+	}
+}
+
+// streamEnds waits for a response's stream to end.
+func streamEnds(t *testing.T, res *http.Response) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { _, err := io.ReadAll(res.Body); done <- err }()
 	select {

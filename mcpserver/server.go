@@ -63,6 +63,9 @@ type Server struct {
 
 	libMu   sync.Mutex
 	libSeen map[string]string // library name → version, as last notified
+
+	httpMu sync.Mutex
+	https  []*httpTransport // the streamable-HTTP transports of HTTPHandler
 }
 
 // New builds the server and registers its tools, resources and prompts.
