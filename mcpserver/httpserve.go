@@ -45,8 +45,6 @@ const (
 	// statelessProtocol is SEP-2575's protocol, which a stateful server
 	// does not serve (server/discover aside).
 	statelessProtocol = "2026-07-28"
-	// noBatchesFrom is the first protocol version without JSON-RPC batches.
-	noBatchesFromHTTP = "2025-06-18"
 	// defaultProtocol is the version of a request that names none.
 	defaultProtocol = "2025-03-26"
 	maxHTTPBody     = 4 << 20

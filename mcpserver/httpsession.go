@@ -32,10 +32,10 @@ type streamSession struct {
 	mu sync.Mutex
 	// calls maps the calls in flight to the stream their answer goes to;
 	// related maps each call's RequestExtra (which the mcp.Server hands to
-	// its handler, see relateToCall) to the call, so that what a handler
-	// sends during it (a question, progress) goes on the same stream.
+	// its handler, see relateToCall) to the same stream, so that what a
+	// handler sends during the call (a question, progress) goes there too.
 	calls      map[jsonrpc.ID]*httpCall
-	related    map[*mcp.RequestExtra]jsonrpc.ID
+	related    map[*mcp.RequestExtra]*sseStream
 	standalone *sseStream // the GET stream, when one is open
 	active     int        // requests being served: the idle timer waits for none
 	idleTimer  *time.Timer
@@ -49,7 +49,7 @@ type httpCall struct {
 
 func newStreamSession(h *httpTransport, id string) *streamSession {
 	return &streamSession{h: h, id: id, in: make(chan jsonrpc.Message, 16), done: make(chan struct{}),
-		calls: map[jsonrpc.ID]*httpCall{}, related: map[*mcp.RequestExtra]jsonrpc.ID{}}
+		calls: map[jsonrpc.ID]*httpCall{}, related: map[*mcp.RequestExtra]*sseStream{}}
 }
 
 // Connect implements mcp.Transport: the session is its own connection.
@@ -93,9 +93,7 @@ func (s *streamSession) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 	} else {
 		if extra, ok := ctx.Value(callExtraKey{}).(*mcp.RequestExtra); ok {
-			if id, ok := s.related[extra]; ok {
-				st = s.calls[id].stream
-			}
+			st = s.related[extra]
 		}
 		if st == nil {
 			st = s.standalone
@@ -186,8 +184,8 @@ func (s *streamSession) servePOST(w http.ResponseWriter, r *http.Request, versio
 	if effective == "" {
 		effective = defaultProtocol
 	}
-	if batch && effective >= noBatchesFromHTTP {
-		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", noBatchesFromHTTP, effective), http.StatusBadRequest)
+	if batch && effective >= noBatchesFrom {
+		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", noBatchesFrom, effective), http.StatusBadRequest)
 		return
 	}
 	ti := auth.TokenInfoFromContext(r.Context())
@@ -228,14 +226,12 @@ func (s *streamSession) servePOST(w http.ResponseWriter, r *http.Request, versio
 	for _, c := range calls {
 		extra := c.Extra.(*mcp.RequestExtra)
 		s.calls[c.ID] = &httpCall{stream: st, extra: extra}
-		s.related[extra] = c.ID
+		s.related[extra] = st
 	}
 	s.mu.Unlock()
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache, no-transform")
+	sseHeaders(w)
 	if opened && initialize {
-		hdr.Set(headerSession, s.id)
+		w.Header().Set(headerSession, s.id)
 	}
 	if s.deliver(msgs) {
 		select {
@@ -283,9 +279,7 @@ func (s *streamSession) serveGET(w http.ResponseWriter, r *http.Request) {
 	}
 	s.standalone = st
 	s.mu.Unlock()
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache, no-transform")
+	sseHeaders(w)
 	st.open()
 	select {
 	case <-r.Context().Done():
@@ -356,12 +350,9 @@ func metaProtocol(params json.RawMessage) string {
 // decodeBody decodes a POST's message, or the messages of a batch.
 func decodeBody(body []byte) ([]jsonrpc.Message, bool, error) {
 	if i := firstByte(body); i < len(body) && body[i] == '[' {
-		var raws []json.RawMessage
-		if err := json.Unmarshal(body, &raws); err != nil {
+		raws, err := batchParts(body)
+		if err != nil {
 			return nil, true, err
-		}
-		if len(raws) == 0 {
-			return nil, true, fmt.Errorf("empty batch")
 		}
 		msgs := make([]jsonrpc.Message, 0, len(raws))
 		for _, raw := range raws {

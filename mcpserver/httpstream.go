@@ -25,6 +25,13 @@ func newSSEStream(w http.ResponseWriter, answers int) *sseStream {
 	return &sseStream{w: w, rc: http.NewResponseController(w), left: answers, done: make(chan struct{})}
 }
 
+// sseHeaders marks a response as a stream of server-sent events.
+func sseHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+}
+
 // open sends the headers at once (a GET stream has nothing to say yet).
 func (st *sseStream) open() {
 	st.mu.Lock()

@@ -182,12 +182,9 @@ func firstByte(b []byte) int {
 // readBatch splits an incoming batch and records its calls so that their
 // answers go out together.
 func (c *stdioConn) readBatch(data []byte) (jsonrpc.Message, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc batch: %w", err)
-	}
-	if len(raws) == 0 {
-		return nil, errors.New("empty batch")
+	raws, err := batchParts(data)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	version := c.version
@@ -229,6 +226,18 @@ func (c *stdioConn) readBatch(data []byte) (jsonrpc.Message, error) {
 	}
 	c.queue = msgs[1:]
 	return msgs[0], nil
+}
+
+// batchParts splits a JSON-RPC batch into its messages, undecoded.
+func batchParts(data []byte) ([]json.RawMessage, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc batch: %w", err)
+	}
+	if len(raws) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	return raws, nil
 }
 
 // decodeMessage decodes one JSON-RPC message. Keys are matched exactly
