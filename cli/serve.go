@@ -293,18 +293,10 @@ func checkBind(addr string, hasTokens, insecure bool) error {
 	if err != nil {
 		return usageErr("--http %q: want HOST:PORT (e.g. %s)", addr, DefaultHTTPAddr)
 	}
-	if loopback(host) || hasTokens || insecure {
+	if mcpserver.IsLoopback(host) || hasTokens || insecure {
 		return nil
 	}
 	return usageErr("--http %s is reachable from other machines: give --auth-token (or $STEPWISE_AUTH_TOKENS), or --insecure to serve without authentication", addr)
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // selfURL is how local clients reach the listener.

@@ -71,7 +71,7 @@ func newHTTPTransport(server *mcp.Server, timeout time.Duration, log *slog.Logge
 // ServeHTTP implements http.Handler.
 func (h *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
-		if isLoopback(local.String()) && !isLoopback(r.Host) {
+		if IsLoopback(local.String()) && !IsLoopback(r.Host) {
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
 			return
 		}
@@ -232,9 +232,10 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 	return jsonOK, streamOK
 }
 
-// isLoopback reports whether a host (with or without a port) is a
-// loopback name or address.
-func isLoopback(hostport string) bool {
+// IsLoopback reports whether a host (with or without a port) is a
+// loopback name or address: what `serve` binds to without authentication,
+// and the only Host a loopback server accepts.
+func IsLoopback(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
