@@ -68,7 +68,7 @@ func sameMessage(a, b jsonrpc.Message) bool {
 		return ok && x.ID == y.ID && x.Method == y.Method && jsonEqual(x.Params, y.Params)
 	case *jsonrpc.Response:
 		y, ok := b.(*jsonrpc.Response)
-		return ok && x.ID == y.ID && jsonEqual(x.Result, y.Result) && reflect.DeepEqual(x.Error != nil, y.Error != nil)
+		return ok && x.ID == y.ID && jsonEqual(x.Result, y.Result) && (x.Error != nil) == (y.Error != nil)
 	}
 	return false
 }
