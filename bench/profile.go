@@ -117,7 +117,10 @@ func serveInProcess(ctx context.Context, home string, fn func(cs *Session) error
 	pprof.Do(ctx, pprof.Labels("side", "server"), func(ctx context.Context) {
 		go func() {
 			defer close(done)
-			_ = srv.MCP().Run(ctx, &mcpserver.StdioTransport{Reader: toServer, Writer: toClient})
+			ss, err := srv.ConnectStdio(ctx, toServer, toClient)
+			if err == nil {
+				_ = ss.Wait()
+			}
 		}()
 	})
 	cs, err := connect(ctx, newStdioWire(fromClient, fromServer), nil)

@@ -363,7 +363,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 		}
 		started <- err
 	}()
-	err = runSession(runCtx, srv, &mcpserver.StdioTransport{Reader: serveStdin(), Writer: out})
+	err = runSession(runCtx, func() (*mcp.ServerSession, error) { return srv.ConnectStdio(runCtx, serveStdin(), out) })
 	if startErr := <-started; startErr != nil {
 		return startErr
 	}
@@ -373,11 +373,11 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 	return err
 }
 
-// runSession serves one session on t until the client leaves or ctx ends.
+// runSession serves the session connect opens until the client leaves or ctx ends.
 // It is the SDK's Server.Run without its log lines: Run logs an error for
 // the end of every session by signal, the usual way to stop a server.
-func runSession(ctx context.Context, srv *mcpserver.Server, t mcp.Transport) error {
-	ss, err := srv.MCP().Connect(ctx, t, nil)
+func runSession(ctx context.Context, connect func() (*mcp.ServerSession, error)) error {
+	ss, err := connect()
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,16 @@ func (r *readiness) open(err error) {
 	})
 }
 
+// isOpen reports whether the server is ready and its service open.
+func (r *readiness) isOpen() bool {
+	select {
+	case <-r.done:
+		return r.err == nil
+	default:
+		return false
+	}
+}
+
 // handshake reports whether method is answered before the server is
 // ready: the lifecycle requests, which need no service, and every
 // notification (the SDK handles those synchronously on its reader, so

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -177,7 +178,7 @@ func (s *Server) addRunTools() {
 			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
 		})
 
-	addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
+	getRun := addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
 		Description: "A run's status, open pause (with its token), outputs, error and a summary of its steps. " +
 			"With wait_seconds, waits for a running run to finish or pause first (progress notifications as steps complete).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
@@ -198,7 +199,9 @@ func (s *Server) addRunTools() {
 			return s.runResult(v, true), nil
 		})
 
-	addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
+	s.addQuickTool("run_get", getRun, withoutKey("wait_seconds"))
+
+	listRuns := addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
 		Description: "List runs, newest first, optionally of one workflow or in one status. Returns {runs, next_cursor}.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunListIn) (RunListOut, error) {
@@ -228,6 +231,7 @@ func (s *Server) addRunTools() {
 			}
 			return out, nil
 		})
+	s.addQuickTool("run_list", listRuns, func(json.RawMessage) bool { return true })
 
 	addTool(s, &mcp.Tool{Name: "run_cancel", Title: "Cancel a run",
 		Description: "Cancel a run that has not finished; with compensate, its completed steps are undone first (in reverse order). Its sub-workflow runs are canceled too. Cannot be undone.",

@@ -66,6 +66,8 @@ type Server struct {
 
 	httpMu sync.Mutex
 	https  []*httpTransport // the streamable-HTTP transports of HTTPHandler
+
+	quick map[string]quickTool // read-only tools stdio answers on its reader; set by New
 }
 
 // New builds the server and registers its tools, resources and prompts.

@@ -31,6 +31,8 @@ type StdioTransport struct {
 	// MaxFrame bounds the bytes of one incoming message (0:
 	// mcp.DefaultMaxLineLength).
 	MaxFrame int
+
+	quick *quickAnswers // set by Server.ConnectStdio
 }
 
 var _ mcp.Transport = (*StdioTransport)(nil)
@@ -41,7 +43,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = mcp.DefaultMaxLineLength
 	}
-	c := &stdioConn{r: t.Reader, w: t.Writer, frames: make(chan frame), done: make(chan struct{})}
+	c := &stdioConn{r: t.Reader, w: t.Writer, quick: t.quick, frames: make(chan frame), done: make(chan struct{})}
 	go c.readFrames(limit)
 	return c, nil
 }
@@ -51,12 +53,14 @@ const noBatchesFrom = "2025-06-18"
 
 type frame struct {
 	data []byte
+	msg  jsonrpc.Message // data decoded, when the reader already did
 	err  error
 }
 
 type stdioConn struct {
-	r io.ReadCloser
-	w io.WriteCloser
+	r     io.ReadCloser
+	w     io.WriteCloser
+	quick *quickAnswers // nil: the SDK answers everything
 
 	frames chan frame        // from readFrames
 	done   chan struct{}     // closed by Close
@@ -85,6 +89,7 @@ type inBatch struct {
 func (c *stdioConn) readFrames(limit int) {
 	lr := &limitedReader{r: c.r, left: limit}
 	dec := json.NewDecoder(lr) // it buffers, reusing its buffer
+	var pending []byte         // quick answers not written yet
 
 	for {
 		var raw json.RawMessage
@@ -100,16 +105,70 @@ func (c *stdioConn) readFrames(limit int) {
 				err = rerr
 			}
 		}
+		f := frame{data: raw, err: err}
+		if err == nil && c.quick != nil {
+			var answer []byte
+			if f.msg, answer, f.err = c.answerQuick(raw); answer != nil {
+				// Answers to calls read together go out together.
+				pending = append(append(pending, answer...), '\n')
+				if lineBuffered(dec.Buffered()) {
+					lr.left = limit
+					continue
+				}
+				if f.err = c.writeRaw(pending); f.err == nil {
+					pending = pending[:0]
+					lr.left = limit
+					continue
+				}
+			}
+		}
+		if len(pending) > 0 {
+			if werr := c.writeRaw(pending); werr != nil && f.err == nil {
+				f = frame{err: werr}
+			}
+			pending = pending[:0]
+		}
 		select {
-		case c.frames <- frame{data: raw, err: err}:
+		case c.frames <- f:
 		case <-c.done:
 			return
 		}
-		if err != nil {
+		if f.err != nil {
 			return
 		}
 		lr.left = limit
 	}
+}
+
+// answerQuick answers a tools/call that the server answers on this
+// goroutine (see quickAnswers); otherwise it returns the message decoded
+// (nil when it is not a single tools/call) for the SDK.
+func (c *stdioConn) answerQuick(raw []byte) (jsonrpc.Message, []byte, error) {
+	if !bytes.Contains(raw, []byte(`"tools/call"`)) {
+		return nil, nil, nil
+	}
+	if i := firstByte(raw); i == len(raw) || raw[i] != '{' {
+		return nil, nil, nil // a batch: the SDK's way
+	}
+	msg, err := decodeMessage(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if answer, ok := c.quick.answer(c.negotiated(), msg); ok {
+		return msg, answer, nil
+	}
+	return msg, nil, nil
+}
+
+// lineBuffered reports whether the rest of what the decoder has read
+// holds another whole message (a line with something on it), so that an
+// answer may wait to go out with the next one's.
+func lineBuffered(r io.Reader) bool {
+	var buf [4096]byte
+	n, _ := r.Read(buf[:])
+	rest := buf[:n]
+	i := firstByte(rest)
+	return i < len(rest) && bytes.IndexByte(rest[i:], '\n') >= 0
 }
 
 // errInvalidRequest is JSON-RPC's "invalid request".
@@ -156,12 +215,15 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	if i := firstByte(f.data); i < len(f.data) && f.data[i] == '[' {
-		return c.readBatch(f.data)
-	}
-	m, err := decodeMessage(f.data)
-	if err != nil {
-		return nil, err
+	m := f.msg
+	if m == nil {
+		if i := firstByte(f.data); i < len(f.data) && f.data[i] == '[' {
+			return c.readBatch(f.data)
+		}
+		var err error
+		if m, err = decodeMessage(f.data); err != nil {
+			return nil, err
+		}
 	}
 	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
 		c.mu.Lock()
@@ -353,6 +415,14 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 	return append(data, '}'), nil
 }
 
+// negotiated is the protocol version of the session ("" before its
+// initialize is answered).
+func (c *stdioConn) negotiated() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
 // noteInitialized records the protocol version the server chose, from its
 // answer to initialize (batches are refused from 2025-06-18 on).
 func (c *stdioConn) noteInitialized(resp *jsonrpc.Response) {
@@ -407,9 +477,14 @@ func (c *stdioConn) writeBatch(answers []*jsonrpc.Response) error {
 }
 
 func (c *stdioConn) writeLine(data []byte) error {
+	return c.writeRaw(append(data, '\n'))
+}
+
+// writeRaw writes whole lines.
+func (c *stdioConn) writeRaw(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err := c.w.Write(append(data, '\n'))
+	_, err := c.w.Write(data)
 	return err
 }
 

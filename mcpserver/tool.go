@@ -47,7 +47,7 @@ var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 // The schemas clients see come from toolschemas_gen.go, derived from the
 // Go types at build time (see setToolSchemas). The resolved input schema
 // that checks arguments is built on the tool's first call.
-func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
+func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) mcp.ToolHandler {
 	prebuilt, err := setToolSchemas[In, Out](s, t)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", t.Name, err))
@@ -86,9 +86,10 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) {
 	})
 	if prebuilt {
 		addPrebuilt(s.mcp, t, handler)
-		return
+		return handler
 	}
 	s.mcp.AddTool(t, handler)
+	return handler
 }
 
 // toolHandler turns a handler's (output, error) into the tool result.
