@@ -24,7 +24,9 @@ import (
 // frame once, with encoding/json, keeping the same rules: keys match
 // exactly, "jsonrpc" must be "2.0", an id is a number or a string, a message
 // with a "method" key is a request (a call when it has an id), any other
-// one a response.
+// one a response. Server.ConnectStdio connects it with the server's quick
+// reads (stdioinline.go); a StdioTransport built directly leaves every
+// message to the SDK.
 type StdioTransport struct {
 	Reader io.ReadCloser
 	Writer io.WriteCloser

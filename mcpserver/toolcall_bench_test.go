@@ -14,8 +14,10 @@ import (
 
 // The server's share of a tool call, in process: the server behind real
 // pipes with the stdio transport `serve` uses, a go-sdk client at their
-// other ends. The server's goroutines carry the label side=server, so a
-// CPU profile can leave the client out:
+// other ends. That client speaks the sessionless protocol (2026-07-28), so
+// every call takes the SDK's way, none the quick reads' (stdioinline.go).
+// The server's goroutines carry the label side=server, so a CPU profile
+// can leave the client out:
 //
 //	go test ./mcpserver -run '^$' -bench ToolCall -benchmem -cpuprofile /tmp/cpu.out
 //	go tool pprof -top -tagfocus side=server /tmp/cpu.out
@@ -68,7 +70,9 @@ func pipeSession(b *testing.B) *mcp.ClientSession {
 	pprof.Do(ctx, pprof.Labels("side", "server"), func(ctx context.Context) {
 		go func() {
 			defer close(done)
-			_ = srv.MCP().Run(ctx, &StdioTransport{Reader: toServer, Writer: toClient})
+			if ss, err := srv.ConnectStdio(ctx, toServer, toClient); err == nil {
+				_ = ss.Wait()
+			}
 		}()
 	})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
