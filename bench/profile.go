@@ -16,7 +16,8 @@ import (
 
 // profileAll writes CPU profiles of the loops behind the figures into dir,
 // for `go tool pprof -top`: the serial and the concurrent step loops of
-// both durabilities, driven in this process as the figures drive them,
+// both durabilities, of no-op and of effect steps, driven in this process
+// as the figures drive them,
 // run_get over streamable HTTP, and run_get and run_continue over stdio. A
 // server in another process cannot be profiled from here, so for those the
 // server runs in this process behind a loopback listener or real pipes,
@@ -32,18 +33,20 @@ func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) e
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, d := range []string{"full", "normal"} {
-		serial := func() error {
-			return stepLoop(ctx, filepath.Join(tmp, "serial-"+d), d, 1, sz.SerialSteps)
-		}
-		concurrent := func() error {
-			return stepLoop(ctx, filepath.Join(tmp, "concurrent-"+d), d, sz.ConcurrentRuns, sz.ConcurrentSteps)
-		}
-		if err := profile(filepath.Join(dir, "steps_serial_"+d+".pprof"), progress, serial); err != nil {
-			return err
-		}
-		if err := profile(filepath.Join(dir, "steps_concurrent_"+d+".pprof"), progress, concurrent); err != nil {
-			return err
+	for _, kind := range []stepKind{noopSteps, effectSteps} {
+		for _, d := range []string{"full", "normal"} {
+			serial := func() error {
+				return stepLoop(ctx, filepath.Join(tmp, kind.prefix+"serial-"+d), d, kind, 1, sz.SerialSteps)
+			}
+			concurrent := func() error {
+				return stepLoop(ctx, filepath.Join(tmp, kind.prefix+"concurrent-"+d), d, kind, sz.ConcurrentRuns, sz.ConcurrentSteps)
+			}
+			if err := profile(filepath.Join(dir, kind.prefix+"serial_"+d+".pprof"), progress, serial); err != nil {
+				return err
+			}
+			if err := profile(filepath.Join(dir, kind.prefix+"concurrent_"+d+".pprof"), progress, concurrent); err != nil {
+				return err
+			}
 		}
 	}
 	home, err := newHome(tmp, "mcp")
@@ -85,10 +88,10 @@ func profile(path string, progress io.Writer, fn func() error) error {
 	return err
 }
 
-// stepLoop runs runs × n no-op steps at once on a fresh home, as the step
-// figures do.
-func stepLoop(ctx context.Context, dir, durability string, runs, n int) error {
-	svc, l, err := stepHome(ctx, dir, durability, noopSteps, n)
+// stepLoop runs runs × n steps of kind at once on a fresh home, as the
+// step figures do.
+func stepLoop(ctx context.Context, dir, durability string, kind stepKind, runs, n int) error {
+	svc, l, err := stepHome(ctx, dir, durability, kind, n)
 	if err != nil {
 		return err
 	}
