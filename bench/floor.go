@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,7 +28,7 @@ const floorProtocol = "2025-11-25"
 // floorServe is the least an MCP server over stdio can do for the
 // tool-call figure: a loop that decodes each line just enough to find its
 // id and method, answers initialize, and answers every tools/call with the
-// same bytes — result, a result stepwise gave for run_get — doing no work
+// same bytes (the answers to lines read together in one write) — result, a result stepwise gave for run_get — doing no work
 // and using no SDK. What the driver achieves against it is the ceiling the
 // driver (the same for every server) and the transport put on any server
 // sending that answer.
@@ -44,6 +45,12 @@ func floorServe(in io.Reader, out io.Writer, result json.RawMessage) error {
 		}
 		if answer := floorAnswer(line, result); answer != nil {
 			w.Write(append(answer, '\n'))
+		}
+		// Answers to messages read together go out together, as
+		// stepwise's quick reads do: the write waits while another
+		// whole line is already read.
+		if next, _ := r.Peek(r.Buffered()); bytes.IndexByte(next, '\n') >= 0 {
+			continue
 		}
 		if err := w.Flush(); err != nil {
 			return err

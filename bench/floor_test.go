@@ -18,6 +18,17 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// countingWriter counts the writes that reach it.
+type countingWriter struct {
+	strings.Builder
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Builder.Write(p)
+}
+
 func TestFloorServeAnswers(t *testing.T) {
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28"}}`,
@@ -26,10 +37,13 @@ func TestFloorServeAnswers(t *testing.T) {
 		`not json`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_get"}}`,
 	}, "\n") + "\n"
-	var out strings.Builder
+	var out countingWriter
 	result := json.RawMessage(`{"content":[{"type":"text","text":"x"}],"structuredContent":{"run_id":"r"}}`)
 	if err := floorServe(strings.NewReader(in), &out, result); err != nil {
 		t.Fatal(err)
+	}
+	if out.writes != 1 {
+		t.Errorf("%d writes, want 1: the answers to lines read together go out together", out.writes)
 	}
 	var got []map[string]json.RawMessage
 	sc := bufio.NewScanner(strings.NewReader(out.String()))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,14 +22,15 @@ import (
 // answers alone (StdioTransport as it is), one with quick reads answered
 // on the transport's reader (ConnectStdio). Both are initialized at
 // version unless it is empty.
-func quickPair(t *testing.T, version string) (sdk, quick *rawSession, q *quickAnswers) {
+func quickPair(t *testing.T, version string) (sdk, quick *rawSession, q *quickAnswers, writes *atomic.Int64) {
 	t.Helper()
 	e := newEnv(t, Options{}, service.Options{})
 	in, out := serveStdio(t, e)
 	sdk = &rawSession{t: t, in: in, out: bufio.NewReader(out)}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	ss, q, err := e.srv.connectStdio(context.Background(), inR, outW)
+	counted := &countedWriter{WriteCloser: outW}
+	ss, q, err := e.srv.connectStdio(context.Background(), inR, counted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,18 @@ func quickPair(t *testing.T, version string) (sdk, quick *rawSession, q *quickAn
 			r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		}
 	}
-	return sdk, quick, q
+	return sdk, quick, q, &counted.writes
+}
+
+// countedWriter counts the writes the server makes.
+type countedWriter struct {
+	io.WriteCloser
+	writes atomic.Int64
+}
+
+func (w *countedWriter) Write(p []byte) (int, error) {
+	w.writes.Add(1)
+	return w.WriteCloser.Write(p)
 }
 
 // ask sends one line and returns the answer, skipping notifications.
@@ -70,7 +83,7 @@ func toolCall(id int, params string) string {
 // Every call the quick way answers gets the bytes the SDK writes for it;
 // every other call is the SDK's, on both sessions.
 func TestQuickAnswersAreTheSDKs(t *testing.T) {
-	sdk, quick, q := quickPair(t, "2025-11-25")
+	sdk, quick, q, _ := quickPair(t, "2025-11-25")
 	started := sdk.ask(toolCall(2, `{"name":"run_start","arguments":{"workflow":"greet"}}`))
 	var res struct {
 		Result struct {
@@ -125,7 +138,7 @@ func TestQuickAnswersAreTheSDKs(t *testing.T) {
 // Calls read together are answered together, each once, and a call the
 // SDK answers between them is answered too.
 func TestQuickAnswersOfCallsReadTogether(t *testing.T) {
-	_, quick, q := quickPair(t, "2025-06-18")
+	_, quick, q, writes := quickPair(t, "2025-06-18")
 	var lines []string
 	for i := range 9 {
 		if i == 4 {
@@ -134,6 +147,7 @@ func TestQuickAnswersOfCallsReadTogether(t *testing.T) {
 		}
 		lines = append(lines, toolCall(100+i, `{"name":"run_list","arguments":{}}`))
 	}
+	before := writes.Load()
 	quick.send(strings.Join(lines, "\n"))
 	seen := map[string]bool{}
 	for range lines {
@@ -153,12 +167,17 @@ func TestQuickAnswersOfCallsReadTogether(t *testing.T) {
 	if got := q.answered.Load(); got != 8 {
 		t.Errorf("answered quickly: %d, want 8", got)
 	}
+	// Answers wait for the next one's while a whole line is read: fewer
+	// writes than answers (how many depends on how the lines were read).
+	if n := writes.Load() - before; n >= int64(len(lines)) {
+		t.Errorf("%d writes for %d answers", n, len(lines))
+	}
 }
 
 // Before initialize, and for calls of the sessionless protocol
 // (2026-07-28, its version in every call's _meta), the SDK answers.
 func TestQuickAnswersOnlyInInitializedSessions(t *testing.T) {
-	sdk, quick, q := quickPair(t, "")
+	sdk, quick, q, _ := quickPair(t, "")
 	for i, params := range []string{
 		`{"name":"run_list","arguments":{}}`,
 		`{"name":"run_list","arguments":{},"_meta":{"` + mcp.MetaKeyProtocolVersion + `":"2026-07-28","` +
