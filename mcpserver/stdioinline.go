@@ -161,8 +161,8 @@ func quickParams(raw json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
 // of the result, which is its MarshalJSON compacted. The usual result of a
 // tool here, one text and the structured content json.Marshal made, is
 // written directly: MarshalJSON would copy and re-validate every byte of
-// the structured content, then json.Marshal all of it once more (a third
-// of a quick call's CPU). Any other result takes MarshalJSON, whose output
+// the structured content, then json.Marshal all of it once more (about a
+// fifth of a quick call's CPU). Any other result takes MarshalJSON, whose output
 // json.Marshal leaves as it is.
 func encodeToolResult(res *mcp.CallToolResult) ([]byte, error) {
 	structured, isRaw := res.StructuredContent.(json.RawMessage)
