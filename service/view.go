@@ -92,9 +92,13 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 			}
 		}
 		if !kept {
+			rows.pause = s.ownPause(id, rows.pauses)
 			s.views.keep(run, rows)
 		}
-		v.Pause = s.ownPause(id, rows.pauses)
+		if rows.pause != nil {
+			p := *rows.pause // each view its own copy of the kept one
+			v.Pause = &p
+		}
 		return v, nil
 	}
 	// The children are read once, for the view and for the pauses the run

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -36,6 +37,9 @@ type viewRows struct {
 	created, updated time.Time
 	steps            []store.Step
 	pauses           []store.Pause // read only when the run is waiting
+	// pause is ownPause of pauses, made once: its request decoded, its
+	// token signed (the same claims sign to the same token).
+	pause *engine.Pause
 }
 
 // current reports whether rows were read at the run row's revision.

@@ -37,6 +37,11 @@ func TestGetRunFollowsTheRunAfterKeptReads(t *testing.T) {
 	if err != nil || again.Pause == nil || again.Pause.Token != first.Pause.Token || again.Pause.Seq != first.Pause.Seq || len(again.Steps) != 0 {
 		t.Fatalf("the same run read again: %+v %v", again, err)
 	}
+	// Each view has its own copy of the kept pause.
+	again.Pause.Token, again.Pause.Prompt = "changed by a caller", "changed"
+	if third, err := svc.GetRun(ctx, id); err != nil || third.Pause == nil || third.Pause.Token != first.Pause.Token || third.Pause.Prompt != first.Pause.Prompt {
+		t.Fatalf("a caller's change reached the next view: %+v %v", third, err)
+	}
 
 	answer := func(via *Service, token string, value int) {
 		t.Helper()
