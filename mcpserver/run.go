@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -199,7 +198,7 @@ func (s *Server) addRunTools() {
 			return s.runResult(v, true), nil
 		})
 
-	s.addQuickTool("run_get", getRun, withoutKey("wait_seconds"))
+	s.addQuickTool("run_get", getRun, "wait_seconds")
 
 	listRuns := addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
 		Description: "List runs, newest first, optionally of one workflow or in one status. Returns {runs, next_cursor}.",
@@ -231,7 +230,7 @@ func (s *Server) addRunTools() {
 			}
 			return out, nil
 		})
-	s.addQuickTool("run_list", listRuns, func(json.RawMessage) bool { return true })
+	s.addQuickTool("run_list", listRuns, "")
 
 	addTool(s, &mcp.Tool{Name: "run_cancel", Title: "Cancel a run",
 		Description: "Cancel a run that has not finished; with compensate, its completed steps are undone first (in reverse order). Its sub-workflow runs are canceled too. Cannot be undone.",

@@ -46,6 +46,10 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		limit = mcp.DefaultMaxLineLength
 	}
 	c := &stdioConn{r: t.Reader, w: t.Writer, quick: t.quick, frames: make(chan frame), done: make(chan struct{})}
+	if c.quick != nil {
+		c.answers.ready = sync.NewCond(&c.answers.mu)
+		go c.writeAnswers()
+	}
 	go c.readFrames(limit)
 	return c, nil
 }
@@ -63,6 +67,17 @@ type stdioConn struct {
 	r     io.ReadCloser
 	w     io.WriteCloser
 	quick *quickAnswers // nil: the SDK answers everything
+	// answers holds quick answers for writeAnswers: the reader never
+	// writes, so a client that writes its calls before it reads the
+	// answers does not stop it (the SDK's reader does not wait either).
+	answers struct {
+		mu      sync.Mutex
+		ready   *sync.Cond // more to write, written, or closed
+		out     []byte     // whole lines
+		writing bool
+		err     error // the first failed write
+		closed  bool
+	}
 
 	frames chan frame        // from readFrames
 	done   chan struct{}     // closed by Close
@@ -70,6 +85,7 @@ type stdioConn struct {
 
 	mu        sync.Mutex
 	version   string                  // negotiated protocol version
+	sdkCalls  map[jsonrpc.ID]int      // calls handed to the SDK and not answered yet
 	initID    jsonrpc.ID              // the initialize call, until answered
 	batches   map[jsonrpc.ID]*inBatch // open batches by the ids of their calls
 	writeMu   sync.Mutex              // Write may be called concurrently
@@ -91,7 +107,6 @@ type inBatch struct {
 func (c *stdioConn) readFrames(limit int) {
 	lr := &limitedReader{r: c.r, left: limit}
 	dec := json.NewDecoder(lr) // it buffers, reusing its buffer
-	var pending []byte         // quick answers not written yet
 
 	for {
 		var raw json.RawMessage
@@ -112,23 +127,23 @@ func (c *stdioConn) readFrames(limit int) {
 			var answer []byte
 			if f.msg, answer, f.err = c.answerQuick(raw); answer != nil {
 				// Answers to calls read together go out together.
-				pending = append(append(pending, answer...), '\n')
-				if lineBuffered(dec.Buffered()) {
-					lr.left = limit
-					continue
-				}
-				if f.err = c.writeRaw(pending); f.err == nil {
-					pending = pending[:0]
+				if f.err = c.queueAnswer(answer, !lineBuffered(dec.Buffered())); f.err == nil {
 					lr.left = limit
 					continue
 				}
 			}
 		}
-		if len(pending) > 0 {
-			if werr := c.writeRaw(pending); werr != nil && f.err == nil {
-				f = frame{err: werr}
+		if c.quick != nil {
+			if f.err == nil {
+				// The SDK's calls are known before the next quick one is
+				// read: it must not reuse their ids.
+				f.msg, f.err = c.handOn(f)
 			}
-			pending = pending[:0]
+			if f.err != nil {
+				c.drainAnswers() // the session ends: what was answered goes out first
+			} else {
+				c.flushAnswers()
+			}
 		}
 		select {
 		case c.frames <- f:
@@ -139,6 +154,101 @@ func (c *stdioConn) readFrames(limit int) {
 			return
 		}
 		lr.left = limit
+	}
+}
+
+// handOn records the calls of a frame the SDK is to answer, decoding it
+// unless it is decoded already (a batch is decoded again by Read).
+func (c *stdioConn) handOn(f frame) (jsonrpc.Message, error) {
+	if f.msg != nil {
+		c.handedOn(f.msg)
+		return f.msg, nil
+	}
+	if i := firstByte(f.data); i < len(f.data) && f.data[i] == '[' {
+		if raws, err := batchParts(f.data); err == nil {
+			for _, raw := range raws {
+				if m, err := decodeMessage(raw); err == nil {
+					c.handedOn(m)
+				}
+			}
+		}
+		return nil, nil
+	}
+	m, err := decodeMessage(f.data)
+	if err == nil {
+		c.handedOn(m)
+	}
+	return m, err
+}
+
+// queueAnswer hands a quick answer to writeAnswers, which writes it at
+// once when now, else with the answers that follow (and anyway once the
+// writes before it are done). It fails with the first failed write.
+func (c *stdioConn) queueAnswer(answer []byte, now bool) error {
+	a := &c.answers
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		return a.err
+	}
+	a.out = append(append(a.out, answer...), '\n')
+	if now || len(a.out) >= maxHeldAnswers {
+		a.ready.Broadcast()
+	}
+	return nil
+}
+
+// maxHeldAnswers bounds the bytes of answers held for the next ones while
+// calls keep coming.
+const maxHeldAnswers = 64 << 10
+
+// flushAnswers lets writeAnswers write what is held.
+func (c *stdioConn) flushAnswers() {
+	c.answers.mu.Lock()
+	if len(c.answers.out) > 0 {
+		c.answers.ready.Broadcast()
+	}
+	c.answers.mu.Unlock()
+}
+
+// drainAnswers waits until every held answer is written (or a write
+// failed, or the connection closed).
+func (c *stdioConn) drainAnswers() {
+	a := &c.answers
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ready.Broadcast()
+	for (len(a.out) > 0 || a.writing) && a.err == nil && !a.closed {
+		a.ready.Wait()
+	}
+}
+
+// writeAnswers writes the quick answers, as many at a time as are held,
+// until the connection closes.
+func (c *stdioConn) writeAnswers() {
+	a := &c.answers
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		for len(a.out) == 0 && !a.closed {
+			a.ready.Wait()
+		}
+		if a.closed {
+			return
+		}
+		out := a.out
+		a.out, a.writing = nil, true
+		a.mu.Unlock()
+		err := c.writeRaw(out)
+		a.mu.Lock()
+		a.writing = false
+		if err != nil && a.err == nil {
+			a.err = err
+		}
+		if a.err != nil {
+			a.out = nil // nothing more can be written
+		}
+		a.ready.Broadcast()
 	}
 }
 
@@ -156,7 +266,11 @@ func (c *stdioConn) answerQuick(raw []byte) (jsonrpc.Message, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if answer, ok := c.quick.answer(c.negotiated(), msg); ok {
+	version, busy := c.negotiated(msg)
+	if busy {
+		return msg, nil, nil // the SDK refuses a call reusing the id of one it serves
+	}
+	if answer, ok := c.quick.answer(version, msg); ok {
 		return msg, answer, nil
 	}
 	return msg, nil, nil
@@ -365,6 +479,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.answered(resp)
 		c.noteInitialized(resp)
 		if all, inBatch := c.answerInBatch(resp); inBatch {
 			if all == nil {
@@ -418,11 +533,44 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 }
 
 // negotiated is the protocol version of the session ("" before its
-// initialize is answered).
-func (c *stdioConn) negotiated() string {
+// initialize is answered), and whether msg is a call whose id is that of
+// a call the SDK has not answered yet.
+func (c *stdioConn) negotiated(msg jsonrpc.Message) (version string, busy bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.version
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		busy = c.sdkCalls[req.ID] > 0
+	}
+	return c.version, busy
+}
+
+// handedOn records a call handed to the SDK (only when quick answers are
+// given, which must not reuse the id of one of them).
+func (c *stdioConn) handedOn(m jsonrpc.Message) {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sdkCalls == nil {
+		c.sdkCalls = map[jsonrpc.ID]int{}
+	}
+	c.sdkCalls[req.ID]++
+}
+
+// answered records the SDK's answer to a call handed on.
+func (c *stdioConn) answered(resp *jsonrpc.Response) {
+	if c.quick == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.sdkCalls[resp.ID]; n > 1 {
+		c.sdkCalls[resp.ID] = n - 1
+	} else if n == 1 {
+		delete(c.sdkCalls, resp.ID)
+	}
 }
 
 // noteInitialized records the protocol version the server chose, from its
@@ -495,6 +643,12 @@ func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
 		close(c.done)
+		if c.quick != nil {
+			c.answers.mu.Lock()
+			c.answers.closed = true
+			c.answers.ready.Broadcast()
+			c.answers.mu.Unlock()
+		}
 	})
 	return c.closeErr
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,24 +31,38 @@ import (
 // quickTool is a tool the stdio transport may answer itself.
 type quickTool struct {
 	handler mcp.ToolHandler
-	// quick reports whether a call with these arguments answers at once.
-	quick func(args json.RawMessage) bool
+	// waits names the argument with which a call may wait ("": none).
+	waits string
 }
 
 // addQuickTool lets the stdio transport answer calls of a read-only tool
-// whose arguments say that it does not wait.
-func (s *Server) addQuickTool(name string, h mcp.ToolHandler, quick func(json.RawMessage) bool) {
+// that never waits unless given the argument waits.
+func (s *Server) addQuickTool(name string, h mcp.ToolHandler, waits string) {
 	if s.quick == nil {
 		s.quick = map[string]quickTool{}
 	}
-	s.quick[name] = quickTool{handler: h, quick: quick}
+	s.quick[name] = quickTool{handler: h, waits: waits}
 }
 
-// withoutKey: arguments that do not name key (they are checked against
-// the tool's schema by its handler; this only decides the way they take).
-func withoutKey(key string) func(json.RawMessage) bool {
-	quoted := []byte(`"` + key + `"`)
-	return func(args json.RawMessage) bool { return !bytes.Contains(args, quoted) }
+// quick reports whether a call with these arguments answers at once: it
+// names no argument that may make it wait, however spelled (a key is
+// compared decoded and without regard to case, as the handler's decoding
+// matches it). Arguments that are not an object are the handler's to
+// refuse, at once.
+func (t quickTool) quick(args json.RawMessage) bool {
+	if t.waits == "" {
+		return true
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(args, &fields) != nil {
+		return true
+	}
+	for k := range fields {
+		if strings.EqualFold(k, t.waits) {
+			return false
+		}
+	}
+	return true
 }
 
 // ConnectStdio serves one MCP session over a byte stream (stdin and
@@ -59,7 +74,8 @@ func (s *Server) ConnectStdio(ctx context.Context, r io.ReadCloser, w io.WriteCl
 }
 
 func (s *Server) connectStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) (*mcp.ServerSession, *quickAnswers, error) {
-	q := &quickAnswers{srv: s, ctx: ctx}
+	// A call's context outlives the session's, as the SDK's calls' do.
+	q := &quickAnswers{srv: s, ctx: context.WithoutCancel(ctx)}
 	ss, err := s.mcp.Connect(ctx, &StdioTransport{Reader: r, Writer: w, quick: q}, nil)
 	if err != nil {
 		return nil, nil, err
@@ -119,42 +135,104 @@ func (q *quickAnswers) answer(version string, msg jsonrpc.Message) (data []byte,
 }
 
 // quickParams decodes a tools/call's params when they hold nothing but a
-// name, arguments and a _meta with at most a progress token, keys matched
-// exactly.
+// name, arguments and a _meta with at most a progress token: keys matched
+// exactly, each at most once (the SDK's decoder merges repeated objects),
+// nested no deeper than maxQuickDepth (the SDK refuses deep nesting with
+// its own error).
 func quickParams(raw json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
+	if nestedDeeper(raw, maxQuickDepth) {
 		return nil, false
 	}
 	p := &mcp.CallToolParamsRaw{}
-	for k, v := range fields {
+	var seen [3]bool
+	ok := eachField(raw, func(k string, v json.RawMessage) bool {
 		switch k {
 		case "name":
-			if json.Unmarshal(v, &p.Name) != nil || len(v) == 0 || v[0] != '"' {
-				return nil, false
+			if seen[0] || json.Unmarshal(v, &p.Name) != nil || len(v) == 0 || v[0] != '"' {
+				return false
 			}
+			seen[0] = true
 		case "arguments":
-			p.Arguments = nullAsAbsent(v)
-		case "_meta":
-			var meta map[string]json.RawMessage
-			if json.Unmarshal(v, &meta) != nil {
-				return nil, false
+			if seen[1] {
+				return false
 			}
-			for mk, mv := range meta {
-				if mk != "progressToken" {
-					return nil, false
-				}
+			seen[1], p.Arguments = true, nullAsAbsent(v)
+		case "_meta":
+			if seen[2] {
+				return false
+			}
+			seen[2] = true
+			return eachField(v, func(mk string, mv json.RawMessage) bool {
 				var token any
-				if json.Unmarshal(mv, &token) != nil {
-					return nil, false
+				if mk != "progressToken" || p.Meta != nil || json.Unmarshal(mv, &token) != nil {
+					return false
 				}
 				p.Meta = mcp.Meta{mk: token}
-			}
+				return true
+			})
 		default:
-			return nil, false
+			return false
+		}
+		return true
+	})
+	return p, ok && p.Name != ""
+}
+
+// maxQuickDepth bounds the nesting of params answered quickly: far beyond
+// any call of a quick tool, far below the SDK's limit.
+const maxQuickDepth = 64
+
+// eachField calls fn with each key (decoded) and value of the JSON object
+// raw, in order, until fn returns false; it reports whether raw is an
+// object and fn accepted every field.
+func eachField(raw json.RawMessage, fn func(key string, value json.RawMessage) bool) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		if err != nil || !isKey {
+			return false
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil || !fn(key, v) {
+			return false
 		}
 	}
-	return p, p.Name != ""
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return false
+	}
+	_, err := dec.Token()
+	return err == io.EOF
+}
+
+// nestedDeeper reports whether JSON text nests arrays and objects more
+// than limit deep (brackets in strings do not count).
+func nestedDeeper(raw []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			if escaped {
+				escaped = false
+			} else if c == '\\' {
+				escaped = true
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // encodeToolResult is the result's JSON as the SDK writes it: json.Marshal

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"pgregory.net/rapid"
@@ -113,6 +115,11 @@ func TestQuickAnswersAreTheSDKs(t *testing.T) {
 		{`{"name":"run_list","arguments":{"status":"bogus"}}`, true},
 		// The SDK's: a wait, other _meta, other params, other tools.
 		{`{"name":"run_get","arguments":{"run_id":"` + id + `","wait_seconds":0}}`, false},
+		{`{"name":"run_get","arguments":{"run_id":"` + id + `","wait\u005fseconds":0}}`, false},
+		{`{"name":"run_get","arguments":{"run_id":"` + id + `","WAIT_SECONDS":0}}`, false},
+		{`{"name":"run_get","arguments":{"run_id":"` + id + `"},"_meta":{"progressToken":1},"_meta":{"other":1}}`, false},
+		{`{"name":"run_get","arguments":{"run_id":"` + id + `"},"\u005fmeta":{},"_meta":{}}`, false},
+		{`{"name":"run_list","arguments":{"workflow":` + strings.Repeat("[", maxQuickDepth) + strings.Repeat("]", maxQuickDepth) + `}}`, false},
 		{`{"name":"run_get","arguments":{"run_id":"` + id + `"},"_meta":{"other":1}}`, false},
 		{`{"name":"run_get","arguments":{"run_id":"` + id + `"},"Name":"run_get"}`, false},
 		{`{"name":"run_get","arguments":{"run_id":"` + id + `"},"task":{}}`, false},
@@ -273,4 +280,102 @@ func TestEncodeToolResultIsTheSDKs(t *testing.T) {
 			t.Fatalf("\ngot  %s\nwant %s", got, want)
 		}
 	})
+}
+
+// A client may write its calls before it reads any answer: the server
+// keeps reading (as the SDK's reader does), whatever its answers wait for.
+func TestQuickAnswersKeepReading(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, q, err := e.srv.connectStdio(context.Background(), inR, outW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inW.Close(); _ = outR.Close(); _ = ss.Close() })
+	r := &rawSession{t: t, in: inW, out: bufio.NewReader(outR)}
+	r.ask(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	const n = 3000 // far more answers than a pipe holds (64 KB)
+	var calls strings.Builder
+	for i := range n {
+		calls.WriteString(toolCall(10+i, `{"name":"run_list","arguments":{}}`) + "\n")
+	}
+	wrote := make(chan error, 1)
+	go func() { _, err := io.WriteString(inW, calls.String()); wrote <- err }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the calls (%d bytes) were not read in 30s: the server stopped reading", calls.Len())
+	}
+	for i := range n {
+		if line, err := r.recv(); err != nil || !strings.Contains(line, `"runs"`) {
+			t.Fatalf("answer %d: %.200q %v", i, line, err)
+		}
+	}
+	if got := q.answered.Load(); got != n {
+		t.Errorf("answered quickly: %d, want %d", got, n)
+	}
+}
+
+// A call reusing the id of a call the SDK still serves is the SDK's to
+// refuse (it answers nothing): the quick way must not answer it either.
+func TestQuickAnswersLeaveIDsInUseToTheSDK(t *testing.T) {
+	_, quick, q, _ := quickPair(t, "2025-11-25")
+	started := quick.ask(toolCall(2, `{"name":"run_start","arguments":{"definition":"version: 1\nname: nap\nsteps:\n  - {id: nap, sleep: 1h}\n","wait_seconds":0}}`))
+	var res struct {
+		Result struct {
+			StructuredContent RunResult `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(started), &res); err != nil || res.Result.StructuredContent.Status != "running" {
+		t.Fatalf("run_start: %s %v", started, err)
+	}
+	quick.send(toolCall(77, `{"name":"run_get","arguments":{"run_id":"`+res.Result.StructuredContent.RunID+`","wait_seconds":1}}`) + "\n" +
+		toolCall(77, `{"name":"run_list","arguments":{}}`) + "\n" + `{"jsonrpc":"2.0","id":78,"method":"ping"}`)
+	var got []string
+	for len(got) < 2 {
+		line, err := quick.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, `"id":7`) {
+			got = append(got, line)
+		}
+	}
+	if !strings.Contains(got[0], `"id":78`) || !strings.Contains(got[1], `"id":77`) || !strings.Contains(got[1], `"running"`) {
+		t.Errorf("answers: %.150q", got)
+	}
+	if q.answered.Load() != 0 {
+		t.Errorf("answered quickly %d calls", q.answered.Load())
+	}
+}
+
+// The context a session was connected with may end (serve: a signal)
+// while it still reads: quick calls are not canceled by it, as the SDK's
+// are not.
+func TestQuickAnswersOutliveTheConnectContext(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ss, q, err := e.srv.connectStdio(ctx, inR, outW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inW.Close(); _ = outR.Close(); _ = ss.Close() })
+	r := &rawSession{t: t, in: inW, out: bufio.NewReader(outR)}
+	r.ask(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	cancel()
+	if got := r.ask(toolCall(2, `{"name":"run_list","arguments":{}}`)); !strings.Contains(got, `"runs"`) || q.answered.Load() != 1 {
+		t.Fatalf("run_list after the context ended: %s (answered quickly %d)", got, q.answered.Load())
+	}
 }
