@@ -48,6 +48,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &stdioConn{r: t.Reader, w: t.Writer, quick: t.quick, frames: make(chan frame), done: make(chan struct{})}
 	if c.quick != nil {
 		c.answers.ready = sync.NewCond(&c.answers.mu)
+		c.answers.room = pipeRoom(t.Writer)
 		go c.writeAnswers()
 	}
 	go c.readFrames(limit)
@@ -67,9 +68,10 @@ type stdioConn struct {
 	r     io.ReadCloser
 	w     io.WriteCloser
 	quick *quickAnswers // nil: the SDK answers everything
-	// answers holds quick answers for writeAnswers: the reader never
-	// writes, so a client that writes its calls before it reads the
-	// answers does not stop it (the SDK's reader does not wait either).
+	// answers holds quick answers for writeAnswers. The reader writes
+	// only what the output pipe takes at once, so a client that writes
+	// its calls before it reads the answers does not stop it (the SDK's
+	// reader does not wait on the client either).
 	answers struct {
 		mu      sync.Mutex
 		ready   *sync.Cond // more to write, written, or closed
@@ -77,6 +79,9 @@ type stdioConn struct {
 		writing bool
 		err     error // the first failed write
 		closed  bool
+		// room, when not nil, tells whether n bytes fit in the output
+		// pipe now (pipeRoom): such answers are written by the reader.
+		room func(n int) bool
 	}
 
 	frames chan frame        // from readFrames
@@ -181,9 +186,10 @@ func (c *stdioConn) handOn(f frame) (jsonrpc.Message, error) {
 	return m, err
 }
 
-// queueAnswer hands a quick answer to writeAnswers, which writes it at
-// once when now, else with the answers that follow (and anyway once the
-// writes before it are done). It fails with the first failed write.
+// queueAnswer holds a quick answer until now, then writes it with those
+// held: at once when they fit in the output pipe and nothing else is being
+// written (no goroutine to wake, and no wait on the client: see pipeRoom),
+// else through writeAnswers. It fails with the first failed write.
 func (c *stdioConn) queueAnswer(answer []byte, now bool) error {
 	a := &c.answers
 	a.mu.Lock()
@@ -192,9 +198,22 @@ func (c *stdioConn) queueAnswer(answer []byte, now bool) error {
 		return a.err
 	}
 	a.out = append(append(a.out, answer...), '\n')
-	if now || len(a.out) >= maxHeldAnswers {
-		a.ready.Broadcast()
+	if !now && len(a.out) < maxHeldAnswers {
+		return nil
 	}
+	if a.room != nil && !a.writing && c.writeMu.TryLock() {
+		if a.room(len(a.out)) {
+			_, err := c.w.Write(a.out)
+			c.writeMu.Unlock()
+			a.out = a.out[:0]
+			if err != nil {
+				a.err, a.out = err, nil
+			}
+			return err
+		}
+		c.writeMu.Unlock()
+	}
+	a.ready.Broadcast()
 	return nil
 }
 

@@ -217,6 +217,10 @@ func TestQuickAnswersWaitForTheStore(t *testing.T) {
 		t.Fatalf("initialize: %s", got)
 	}
 	r.send(toolCall(2, `{"name":"run_list","arguments":{}}`))
+	// A ping read after it is answered at once: by then the call was read.
+	if got := r.ask(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); !strings.Contains(got, `"id":9`) {
+		t.Fatalf("ping: %s", got)
+	}
 	srv.Attach(e.svc)
 	srv.Start(context.Background())
 	t.Cleanup(srv.Close)
