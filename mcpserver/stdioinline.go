@@ -23,10 +23,13 @@ import (
 // with the same handler the SDK would call and the same bytes it would
 // write. Only the plainest calls take this way: a session initialized with
 // a protocol before 2026-07-28, a server whose store is open, params with
-// nothing but the tool's name, its arguments and at most a progress token;
+// nothing but the tool's name, its arguments and at most a progress token
+// (each key once), an id that no call the SDK still serves has;
 // everything else, and any call whose handler fails, goes to the SDK as
 // before. The tools it may answer are read-only, so a call handed on after
-// its handler ran is only read twice.
+// its handler ran is only read twice. The answers are written by the
+// reader only when the output pipe takes them at once (stdio.go,
+// queueAnswer), so that the reader never waits on the client.
 
 // quickTool is a tool the stdio transport may answer itself.
 type quickTool struct {
