@@ -78,6 +78,20 @@ func (r *rawSession) ask(line string) string {
 
 var correlation = regexp.MustCompile(`"correlation_id":"[^"]*"`)
 
+// structuredRun is the run in the structured content of an answer.
+func structuredRun(t *testing.T, answer string) RunResult {
+	t.Helper()
+	var res struct {
+		Result struct {
+			StructuredContent RunResult `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(answer), &res); err != nil {
+		t.Fatalf("answer %s: %v", answer, err)
+	}
+	return res.Result.StructuredContent
+}
+
 func toolCall(id int, params string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, id, params)
 }
@@ -86,16 +100,11 @@ func toolCall(id int, params string) string {
 // every other call is the SDK's, on both sessions.
 func TestQuickAnswersAreTheSDKs(t *testing.T) {
 	sdk, quick, q, _ := quickPair(t, "2025-11-25")
-	started := sdk.ask(toolCall(2, `{"name":"run_start","arguments":{"workflow":"greet"}}`))
-	var res struct {
-		Result struct {
-			StructuredContent RunResult `json:"structuredContent"`
-		} `json:"result"`
+	started := structuredRun(t, sdk.ask(toolCall(2, `{"name":"run_start","arguments":{"workflow":"greet"}}`)))
+	if started.Status != "waiting" {
+		t.Fatalf("run_start: %+v", started)
 	}
-	if err := json.Unmarshal([]byte(started), &res); err != nil || res.Result.StructuredContent.Status != "waiting" {
-		t.Fatalf("run_start: %s %v", started, err)
-	}
-	id := res.Result.StructuredContent.RunID
+	id := started.RunID
 	for i, tc := range []struct {
 		params string
 		quick  bool
@@ -334,16 +343,11 @@ func TestQuickAnswersKeepReading(t *testing.T) {
 // refuse (it answers nothing): the quick way must not answer it either.
 func TestQuickAnswersLeaveIDsInUseToTheSDK(t *testing.T) {
 	_, quick, q, _ := quickPair(t, "2025-11-25")
-	started := quick.ask(toolCall(2, `{"name":"run_start","arguments":{"definition":"version: 1\nname: nap\nsteps:\n  - {id: nap, sleep: 1h}\n","wait_seconds":0}}`))
-	var res struct {
-		Result struct {
-			StructuredContent RunResult `json:"structuredContent"`
-		} `json:"result"`
+	started := structuredRun(t, quick.ask(toolCall(2, `{"name":"run_start","arguments":{"definition":"version: 1\nname: nap\nsteps:\n  - {id: nap, sleep: 1h}\n","wait_seconds":0}}`)))
+	if started.Status != "running" {
+		t.Fatalf("run_start: %+v", started)
 	}
-	if err := json.Unmarshal([]byte(started), &res); err != nil || res.Result.StructuredContent.Status != "running" {
-		t.Fatalf("run_start: %s %v", started, err)
-	}
-	quick.send(toolCall(77, `{"name":"run_get","arguments":{"run_id":"`+res.Result.StructuredContent.RunID+`","wait_seconds":1}}`) + "\n" +
+	quick.send(toolCall(77, `{"name":"run_get","arguments":{"run_id":"`+started.RunID+`","wait_seconds":1}}`) + "\n" +
 		toolCall(77, `{"name":"run_list","arguments":{}}`) + "\n" + `{"jsonrpc":"2.0","id":78,"method":"ping"}`)
 	var got []string
 	for len(got) < 2 {
