@@ -47,9 +47,8 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	}
 	c := &stdioConn{r: t.Reader, w: t.Writer, quick: t.quick, frames: make(chan frame), done: make(chan struct{})}
 	if c.quick != nil {
-		c.answers.ready = sync.NewCond(&c.answers.mu)
-		c.answers.room = pipeRoom(t.Writer)
-		go c.writeAnswers()
+		c.answers = newAnswerWriter(t.Writer, &c.writeMu)
+		go c.answers.run()
 	}
 	go c.readFrames(limit)
 	return c, nil
@@ -65,24 +64,10 @@ type frame struct {
 }
 
 type stdioConn struct {
-	r     io.ReadCloser
-	w     io.WriteCloser
-	quick *quickAnswers // nil: the SDK answers everything
-	// answers holds quick answers for writeAnswers. The reader writes
-	// only what the output pipe takes at once, so a client that writes
-	// its calls before it reads the answers does not stop it (the SDK's
-	// reader does not wait on the client either).
-	answers struct {
-		mu      sync.Mutex
-		ready   *sync.Cond // more to write, written, or closed
-		out     []byte     // whole lines
-		writing bool
-		err     error // the first failed write
-		closed  bool
-		// room, when not nil, tells whether n bytes fit in the output
-		// pipe now (pipeRoom): such answers are written by the reader.
-		room func(n int) bool
-	}
+	r       io.ReadCloser
+	w       io.WriteCloser
+	quick   *quickAnswers // nil: the SDK answers everything
+	answers *answerWriter // the quick answers' (stdiowriter.go), with quick
 
 	frames chan frame        // from readFrames
 	done   chan struct{}     // closed by Close
@@ -132,7 +117,7 @@ func (c *stdioConn) readFrames(limit int) {
 			var answer []byte
 			if f.msg, answer, f.err = c.answerQuick(raw); answer != nil {
 				// Answers to calls read together go out together.
-				if f.err = c.queueAnswer(answer, !lineBuffered(dec.Buffered())); f.err == nil {
+				if f.err = c.answers.queue(answer, !lineBuffered(dec.Buffered())); f.err == nil {
 					lr.left = limit
 					continue
 				}
@@ -145,9 +130,9 @@ func (c *stdioConn) readFrames(limit int) {
 				f.msg, f.err = c.handOn(f)
 			}
 			if f.err != nil {
-				c.drainAnswers() // the session ends: what was answered goes out first
+				c.answers.drain() // the session ends: what was answered goes out first
 			} else {
-				c.flushAnswers()
+				c.answers.flush()
 			}
 		}
 		select {
@@ -184,91 +169,6 @@ func (c *stdioConn) handOn(f frame) (jsonrpc.Message, error) {
 		c.handedOn(m)
 	}
 	return m, err
-}
-
-// queueAnswer holds a quick answer until now, then writes it with those
-// held: at once when they fit in the output pipe and nothing else is being
-// written (no goroutine to wake, and no wait on the client: see pipeRoom),
-// else through writeAnswers. It fails with the first failed write.
-func (c *stdioConn) queueAnswer(answer []byte, now bool) error {
-	a := &c.answers
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.err != nil {
-		return a.err
-	}
-	a.out = append(append(a.out, answer...), '\n')
-	if !now && len(a.out) < maxHeldAnswers {
-		return nil
-	}
-	if a.room != nil && !a.writing && c.writeMu.TryLock() {
-		if a.room(len(a.out)) {
-			_, err := c.w.Write(a.out)
-			c.writeMu.Unlock()
-			a.out = a.out[:0]
-			if err != nil {
-				a.err, a.out = err, nil
-			}
-			return err
-		}
-		c.writeMu.Unlock()
-	}
-	a.ready.Broadcast()
-	return nil
-}
-
-// maxHeldAnswers bounds the bytes of answers held for the next ones while
-// calls keep coming.
-const maxHeldAnswers = 64 << 10
-
-// flushAnswers lets writeAnswers write what is held.
-func (c *stdioConn) flushAnswers() {
-	c.answers.mu.Lock()
-	if len(c.answers.out) > 0 {
-		c.answers.ready.Broadcast()
-	}
-	c.answers.mu.Unlock()
-}
-
-// drainAnswers waits until every held answer is written (or a write
-// failed, or the connection closed).
-func (c *stdioConn) drainAnswers() {
-	a := &c.answers
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ready.Broadcast()
-	for (len(a.out) > 0 || a.writing) && a.err == nil && !a.closed {
-		a.ready.Wait()
-	}
-}
-
-// writeAnswers writes the quick answers, as many at a time as are held,
-// until the connection closes.
-func (c *stdioConn) writeAnswers() {
-	a := &c.answers
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for {
-		for len(a.out) == 0 && !a.closed {
-			a.ready.Wait()
-		}
-		if a.closed {
-			return
-		}
-		out := a.out
-		a.out, a.writing = nil, true
-		a.mu.Unlock()
-		err := c.writeRaw(out)
-		a.mu.Lock()
-		a.writing = false
-		if err != nil && a.err == nil {
-			a.err = err
-		}
-		if a.err != nil {
-			a.out = nil // nothing more can be written
-		}
-		a.ready.Broadcast()
-	}
 }
 
 // answerQuick answers a tools/call that the server answers on this
@@ -646,14 +546,9 @@ func (c *stdioConn) writeBatch(answers []*jsonrpc.Response) error {
 }
 
 func (c *stdioConn) writeLine(data []byte) error {
-	return c.writeRaw(append(data, '\n'))
-}
-
-// writeRaw writes whole lines.
-func (c *stdioConn) writeRaw(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err := c.w.Write(data)
+	_, err := c.w.Write(append(data, '\n'))
 	return err
 }
 
@@ -662,11 +557,8 @@ func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
 		close(c.done)
-		if c.quick != nil {
-			c.answers.mu.Lock()
-			c.answers.closed = true
-			c.answers.ready.Broadcast()
-			c.answers.mu.Unlock()
+		if c.answers != nil {
+			c.answers.close()
 		}
 	})
 	return c.closeErr

@@ -28,8 +28,8 @@ import (
 // everything else, and any call whose handler fails, goes to the SDK as
 // before. The tools it may answer are read-only, so a call handed on after
 // its handler ran is only read twice. The answers are written by the
-// reader only when the output pipe takes them at once (stdio.go,
-// queueAnswer), so that the reader never waits on the client.
+// reader only when the output pipe takes them at once (stdiowriter.go),
+// so that the reader never waits on the client.
 
 // quickTool is a tool the stdio transport may answer itself.
 type quickTool struct {
