@@ -363,7 +363,10 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 		}
 		started <- err
 	}()
-	err = runSession(runCtx, func() (*mcp.ServerSession, error) { return srv.ConnectStdio(runCtx, serveStdin(), out) })
+	ss, err := srv.ConnectStdio(runCtx, serveStdin(), out)
+	if err == nil {
+		err = runSession(runCtx, ss)
+	}
 	if startErr := <-started; startErr != nil {
 		return startErr
 	}
@@ -373,18 +376,15 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 	return err
 }
 
-// runSession serves the session connect opens until the client leaves or ctx ends.
-// It is the SDK's Server.Run without its log lines: Run logs an error for
-// the end of every session by signal, the usual way to stop a server.
-func runSession(ctx context.Context, connect func() (*mcp.ServerSession, error)) error {
-	ss, err := connect()
-	if err != nil {
-		return err
-	}
+// runSession serves ss until the client leaves or ctx ends. With the
+// connect before it, it is the SDK's Server.Run without its log lines: Run
+// logs an error for the end of every session by signal, the usual way to
+// stop a server.
+func runSession(ctx context.Context, ss *mcp.ServerSession) error {
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
-	case err = <-ended:
+	case err := <-ended:
 		return err
 	case <-ctx.Done():
 		_ = ss.Close()
