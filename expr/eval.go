@@ -2,6 +2,7 @@ package expr
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -29,7 +31,18 @@ type EvalError struct {
 	Err  error
 }
 
+// Error is one line: expr-lang's own message carries a snippet of the
+// source with a caret under the place, over three lines; here the place is
+// kept as its line (when not the first) and column instead.
 func (e *EvalError) Error() string {
+	var fe *file.Error
+	if errors.As(e.Err, &fe) && fe.Column >= 0 && (fe.Line > 0 || fe.Snippet != "") {
+		at := fmt.Sprintf("column %d", fe.Column+1)
+		if fe.Line > 1 {
+			at = fmt.Sprintf("line %d, column %d", fe.Line, fe.Column+1)
+		}
+		return fmt.Sprintf("expression %q: %s (at %s)", strings.TrimSpace(e.Expr), fe.Message, at)
+	}
 	return fmt.Sprintf("expression %q: %v", strings.TrimSpace(e.Expr), e.Err)
 }
 

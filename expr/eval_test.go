@@ -91,3 +91,25 @@ func TestEvalNormalizesMaps(t *testing.T) {
 		t.Fatalf("got %q", s)
 	}
 }
+
+// An expression's error is one line that keeps the position: no
+// expr-lang snippet with a caret under it.
+func TestEvalErrorIsOneLine(t *testing.T) {
+	for _, src := range []string{"1 +", "inputs.count.x.y", "int('abc')", "inputs.count +\n  nope()"} {
+		_, err := Eval(src, env)
+		if err == nil {
+			t.Fatalf("%q: no error", src)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") || strings.Contains(msg, "^") {
+			t.Errorf("%q: more than one line: %q", src, msg)
+		}
+		if !strings.Contains(msg, "column ") {
+			t.Errorf("%q: no position: %q", src, msg)
+		}
+	}
+	_, err := Eval("inputs.count +\n  nope()", env)
+	if msg := err.Error(); !strings.Contains(msg, "line 2, column ") {
+		t.Errorf("second line not named: %q", msg)
+	}
+}
