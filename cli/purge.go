@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"charm.land/huh/v2"
 	"github.com/spf13/cobra"
 
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
-	"stepwise.dev/stepwise/workflow"
 )
 
 // askPurge asks the person whether to go ahead with a purge.
@@ -41,8 +41,9 @@ var purgeAsker = func(out io.Writer) askPurge {
 
 func newPurgeCmd(g *globals) *cobra.Command {
 	var (
-		workflowName, status, olderThan string
-		yes, asJSON                     bool
+		workflowName, status string
+		olderThan            durationFlag
+		yes, asJSON          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "purge [--workflow W] [--status S] [--older-than 30d] [--yes]",
@@ -63,13 +64,7 @@ func newPurgeCmd(g *globals) *cobra.Command {
 					f.Status = append(f.Status, s)
 				}
 			}
-			if olderThan != "" {
-				d, err := workflow.ParseDuration(olderThan)
-				if err != nil {
-					return usageErr("--older-than: %v", err)
-				}
-				f.OlderThan = d
-			}
+			f.OlderThan = time.Duration(olderThan)
 			return g.with(func(ctx context.Context, svc *service.Service) error {
 				return purge(ctx, cmd, svc, f, yes, asJSON)
 			})
@@ -77,7 +72,7 @@ func newPurgeCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&workflowName, "workflow", "", "only runs of this workflow")
 	cmd.Flags().StringVar(&status, "status", "", "only runs that ended so: succeeded, failed, canceled (comma-separated; default all)")
-	cmd.Flags().StringVar(&olderThan, "older-than", "", "only runs that finished at least this long ago (e.g. 30d, 12h)")
+	cmd.Flags().Var(&olderThan, "older-than", "only runs that finished at least this long ago (e.g. 30d, 12h)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask: purge (needed without a terminal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as JSON")
 	return cmd

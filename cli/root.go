@@ -46,9 +46,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, msg: err.Error()}
-	})
+	root.SetFlagErrorFunc(flagError)
 	g := &globals{}
 	g.register(root)
 	root.AddCommand(newValidateCmd(), newSchemaCmd(), newGraphCmd(g), newRunCmd(g), newResumeCmd(g), newRunsCmd(g), newShowCmd(g), newCancelCmd(g),

@@ -20,7 +20,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 		workflowName, status, cursor string
 		limit                        int
 		asJSON                       bool
-		since                        time.Duration
+		since                        durationFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "runs",
@@ -45,7 +45,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 				}
 			}
 			if since > 0 {
-				f.CreatedAfter = time.Now().Add(-since)
+				f.CreatedAfter = time.Now().Add(-time.Duration(since))
 			}
 			runs, next, err := svc.ListRuns(context.Background(), f)
 			if err != nil {
@@ -69,7 +69,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&workflowName, "workflow", "", "only runs of this workflow")
 	cmd.Flags().StringVar(&status, "status", "", "only runs in these statuses (comma-separated)")
-	cmd.Flags().DurationVar(&since, "since", 0, "only runs created within this duration (e.g. 24h)")
+	cmd.Flags().Var(&since, "since", "only runs created within this duration (e.g. 24h, 7d)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "page size")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a previous listing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

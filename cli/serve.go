@@ -23,7 +23,6 @@ import (
 	"stepwise.dev/stepwise/mcpserver"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/workflow"
 )
 
 // DefaultHTTPAddr is where `serve --http` listens when no address is given.
@@ -41,7 +40,7 @@ type serveOptions struct {
 	publicURL       string
 	logFile         string
 	logLevel        string
-	retention       string
+	retention       durationFlag
 	maxRuns         int
 	allowShell      bool
 	allowShellCmds  []string
@@ -91,7 +90,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, for links to secret pages (default: from --http)")
 	f.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringVar(&o.retention, "retention", "", "purge finished runs and their history once they are this old (e.g. 30d), at start and hourly")
+	f.Var(&o.retention, "retention", "purge finished runs and their history once they are this old (e.g. 30d), at start and hourly")
 	f.IntVar(&o.maxRuns, "max-runs", 0, "keep at most this many finished runs, the newest, purging older ones with their history (0: no limit)")
 	f.BoolVar(&o.allowShell, "allow-shell", false, "let workflows run any command on this machine: shell steps, mcp steps with an inline command (off for MCP callers otherwise)")
 	f.StringArrayVar(&o.allowShellCmds, "allow-shell-cmd", nil, "let shell steps run this program, by name as written in command: (repeatable)")
@@ -122,12 +121,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return usageErr("--tls-cert and --tls-key go together")
 	}
-	var retention time.Duration
-	if o.retention != "" {
-		if retention, err = workflow.ParseDuration(o.retention); err != nil {
-			return usageErr("--retention: %v", err)
-		}
-	}
+	retention := time.Duration(o.retention)
 	if o.maxRuns < 0 {
 		return usageErr("--max-runs %d: give 0 (no limit) or more", o.maxRuns)
 	}
