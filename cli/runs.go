@@ -128,19 +128,99 @@ func show(ctx context.Context, cmd *cobra.Command, svc *service.Service, id stri
 	for _, c := range v.Children {
 		fmt.Fprintf(out, "child run: %s\n", c)
 	}
+	printSteps(out, v.Steps)
 	fmt.Fprintln(out, "timeline:")
-	start := v.CreatedAt
-	for _, e := range events {
-		line := fmt.Sprintf("  %8s  %-15s", "+"+e.At.Sub(start).Round(time.Millisecond).String(), e.Type)
+	for _, line := range timeline(events, v.CreatedAt) {
+		fmt.Fprintln(out, line)
+	}
+	return nil
+}
+
+// printSteps lists a run's recorded steps with what each gave: the answer
+// of a question, the output of an action, the error of a failure (as the
+// view has them: secret answers and secret values masked).
+func printSteps(w io.Writer, steps []service.StepView) {
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "steps:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range steps {
+		name := s.ID
+		if s.Key != "" {
+			name = s.Key
+		}
+		if s.Visit > 1 {
+			name += fmt.Sprintf(" (visit %d)", s.Visit)
+		}
+		var detail []string
+		if s.Answer != nil {
+			detail = append(detail, "answer: "+shorten(compact(s.Answer)))
+		}
+		if s.Output != nil {
+			detail = append(detail, "output: "+shorten(compact(s.Output)))
+		}
+		if s.Error != "" {
+			detail = append(detail, "error: "+shorten(s.Error))
+		}
+		if s.Attempts > 1 {
+			detail = append(detail, fmt.Sprintf("(%d attempts)", s.Attempts))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, s.Status, strings.Join(detail, "  "))
+	}
+	tw.Flush()
+}
+
+// shownLength is how much of a value show prints on a step's line (--json
+// has it all).
+const shownLength = 200
+
+// shorten cuts a one-line text to shownLength characters.
+func shorten(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > shownLength {
+		return string(r[:shownLength-1]) + "…"
+	}
+	return s
+}
+
+// timeline is a run's events as lines: the offset from start, right-aligned
+// to the widest offset so that the columns after it line up, the type, the
+// step and the data.
+func timeline(events []store.Event, start time.Time) []string {
+	offsets := make([]string, len(events))
+	width := 0
+	for i, e := range events {
+		offsets[i] = "+" + offset(e.At.Sub(start))
+		width = max(width, len(offsets[i]))
+	}
+	lines := make([]string, len(events))
+	for i, e := range events {
+		line := fmt.Sprintf("  %*s  %-15s", width, offsets[i], e.Type)
 		if e.StepID != "" {
 			line += " " + e.StepID
 		}
 		if len(e.Data) > 0 && e.Type != "run.created" {
 			line += " " + string(e.Data)
 		}
-		fmt.Fprintln(out, line)
+		lines[i] = strings.TrimRight(line, " ")
 	}
-	return nil
+	return lines
+}
+
+// offset writes a duration to the millisecond in one shape whatever its
+// size: 0.013s, 5.100s, 1m05.200s, 2h01m05.200s.
+func offset(d time.Duration) string {
+	d = max(d, 0).Round(time.Millisecond)
+	h, m := d/time.Hour, (d%time.Hour)/time.Minute
+	s := float64(d%time.Minute) / float64(time.Second)
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm%06.3fs", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm%06.3fs", m, s)
+	}
+	return fmt.Sprintf("%.3fs", s)
 }
 
 func newCancelCmd(g *globals) *cobra.Command {

@@ -3,6 +3,9 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"stepwise.dev/stepwise/store"
 )
 
 // runs --since takes days, as purge --older-than does, and refuses what is
@@ -71,5 +74,81 @@ func TestExpressionErrorOneLine(t *testing.T) {
 	}
 	if strings.Contains(out, "^") || strings.Contains(out, " | ") {
 		t.Fatalf("caret dump in\n%s", out)
+	}
+}
+
+// show lists each step with its answer or output, secrets masked.
+func TestShowListsAnswersAndOutputs(t *testing.T) {
+	home := t.TempDir()
+	wf := write(t, "s.yaml", `version: 1
+name: sec
+inputs:
+  tok: {type: string, secret: true}
+steps:
+  - id: who
+    ask: {prompt: "Name?"}
+  - id: pw
+    ask: {prompt: "Password?", secret: true}
+  - id: echo
+    uses: transform
+    with: {value: "name=${{ steps.who.answer }} tok=${{ inputs.tok }} pw=${{ steps.pw.answer }}"}
+  - id: broken
+    uses: noop
+    with: {fail: boom}
+`)
+	answers := write(t, "a.yaml", "who: ada\npw: hunter22\n")
+	code, out, errOut := runOut(t, home, "run", wf, "-i", "tok=sekrit99", "--answers", answers, "--json")
+	if code != ExitInvalid {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	id := decodeRun(t, out).RunID
+	code, out, errOut = runOut(t, home, "show", id)
+	if code != ExitOK {
+		t.Fatalf("show: exit %d %s", code, errOut)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "  +") {
+			lines[f[0]] = strings.Join(f[1:], " ")
+		}
+	}
+	for step, want := range map[string]string{
+		"who":    "succeeded answer: ada",
+		"pw":     "succeeded answer: ***",
+		"echo":   "succeeded output: name=ada tok=*** pw=***",
+		"broken": "failed error: boom",
+	} {
+		if lines[step] != want {
+			t.Errorf("step %s: %q, want %q\n%s", step, lines[step], want, out)
+		}
+	}
+	if strings.Contains(out, "hunter22") || strings.Contains(out, "sekrit99") {
+		t.Fatalf("a secret shown:\n%s", out)
+	}
+}
+
+// The timeline's offsets take the width of the widest, so the columns
+// after them line up past a minute.
+func TestTimelineAlignedPastAMinute(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	events := []store.Event{
+		{Type: "run.created", At: start},
+		{Type: "step.started", StepID: "a", At: start.Add(5100 * time.Millisecond)},
+		{Type: "step.succeeded", StepID: "a", At: start.Add(time.Minute + 5213*time.Millisecond)},
+		{Type: "run.succeeded", At: start.Add(2*time.Hour + 3*time.Minute + 4*time.Second)},
+	}
+	lines := timeline(events, start)
+	col := -1
+	for i, l := range lines {
+		at := strings.Index(l, events[i].Type)
+		if col >= 0 && at != col {
+			t.Fatalf("type column at %d, then %d:\n%s", col, at, strings.Join(lines, "\n"))
+		}
+		col = at
+	}
+	for i, want := range []string{"+0.000s", "+5.100s", "+1m05.213s", "+2h03m04.000s"} {
+		if !strings.Contains(lines[i], want+"  ") {
+			t.Errorf("line %q, want offset %s", lines[i], want)
+		}
 	}
 }
