@@ -55,12 +55,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return writeJSON(out, map[string]any{"runs": runs, "next_cursor": next})
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tCREATED")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"))
-			}
-			tw.Flush()
+			printRuns(out, runs)
 			if next != "" {
 				fmt.Fprintf(out, "more: stepwise runs --cursor %s\n", next)
 			}
@@ -74,6 +69,40 @@ func newRunsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a previous listing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printRuns writes a page of runs as a table. A sub-workflow run names its
+// parent, and is listed under it, indented, when the parent is on the page.
+func printRuns(w io.Writer, runs []*service.RunView) {
+	onPage := map[string]bool{}
+	for _, r := range runs {
+		onPage[r.ID] = true
+	}
+	children := map[string][]*service.RunView{}
+	for _, r := range runs {
+		if r.ParentID != "" && onPage[r.ParentID] {
+			children[r.ParentID] = append(children[r.ParentID], r)
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tCREATED\tPARENT")
+	var row func(r *service.RunView, depth int)
+	row = func(r *service.RunView, depth int) {
+		id := r.ID
+		if depth > 0 {
+			id = strings.Repeat("  ", depth-1) + "└ " + id
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, r.Workflow, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.ParentID)
+		for _, c := range children[r.ID] {
+			row(c, depth+1)
+		}
+	}
+	for _, r := range runs {
+		if r.ParentID == "" || !onPage[r.ParentID] {
+			row(r, 0)
+		}
+	}
+	tw.Flush()
 }
 
 func newShowCmd(g *globals) *cobra.Command {

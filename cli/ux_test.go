@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +152,50 @@ func TestTimelineAlignedPastAMinute(t *testing.T) {
 		if !strings.Contains(lines[i], want+"  ") {
 			t.Errorf("line %q, want offset %s", lines[i], want)
 		}
+	}
+}
+
+// runs lists a sub-workflow run under its parent and names the parent.
+func TestRunsLinksChildToParent(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "child.yaml"), []byte("version: 1\nname: child\nsteps:\n  - {id: c, uses: noop}\noutputs:\n  ok: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(dir, "parent.yaml")
+	if err := os.WriteFile(parent, []byte("version: 1\nname: parent\nsteps:\n  - {id: sub, workflow: child}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runOut(t, home, "run", parent, "--json")
+	if code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	parentID := decodeRun(t, out).RunID
+	// A top-level run after them, so that the newest-first order alone
+	// would not put the child under its parent.
+	if code, out, errOut = runOut(t, home, "run", filepath.Join(dir, "child.yaml"), "--json"); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = runOut(t, home, "runs")
+	if code != ExitOK {
+		t.Fatalf("runs: exit %d %s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasSuffix(lines[0], "PARENT") {
+		t.Fatalf("runs:\n%s", out)
+	}
+	// The newest top-level run, the parent, and the child indented under it.
+	if f := strings.Fields(lines[2]); f[0] != parentID || len(f) != 5 {
+		t.Fatalf("parent row %q in\n%s", lines[2], out)
+	}
+	f := strings.Fields(lines[3])
+	if !strings.HasPrefix(lines[3], "└ ") || f[2] != "child" || f[len(f)-1] != parentID {
+		t.Fatalf("child row %q in\n%s", lines[3], out)
+	}
+	// A page without the parent still names it.
+	code, out, _ = runOut(t, home, "runs", "--status", "succeeded", "--limit", "2")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if code != ExitOK || !strings.HasSuffix(lines[2], parentID) || strings.HasPrefix(lines[2], "└") {
+		t.Fatalf("page without the parent:\n%s", out)
 	}
 }
