@@ -2,10 +2,12 @@ package cli
 
 import (
 	"os"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
 
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -26,25 +28,33 @@ func readAnswers(path string) (map[string]any, error) {
 	return workflow.PlainData(m).(map[string]any), nil
 }
 
-// parseInputs reads --input k=v flags, typing each value by the input's
-// declaration (so `--input count=3` is the integer 3).
+// parseInputs reads --input k=v flags, typed by the inputs' declarations
+// (so `--input count=3` is the integer 3). A value that does not parse is
+// left as text for the service's checks, which report every invalid input
+// at once.
 func parseInputs(flags []string, wf *workflow.Workflow) (map[string]any, error) {
-	out := map[string]any{}
+	text, err := textInputs(flags)
+	if err != nil {
+		return nil, err
+	}
+	return service.TypedInputs(wf, nil, text), nil
+}
+
+// textInputs reads -i name=value flags as text; flags that are not
+// name=value are all named in one usage error.
+func textInputs(flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	var bad []string
 	for _, f := range flags {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || k == "" {
-			return nil, usageErr("--input %q: write name=value", f)
-		}
-		in := wf.Inputs[k]
-		if in == nil {
-			out[k] = v // reported as unknown by the engine, with the declared names
+			bad = append(bad, strconv.Quote(f))
 			continue
 		}
-		typed, err := workflow.ParseText(v, in.Type)
-		if err != nil {
-			return nil, usageErr("--input %s: %v", k, err)
-		}
-		out[k] = typed
+		out[k] = v
+	}
+	if len(bad) > 0 {
+		return nil, usageErr("--input %s: write name=value", strings.Join(bad, ", "))
 	}
 	return out, nil
 }

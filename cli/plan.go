@@ -42,20 +42,6 @@ func newPlanCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// textInputs reads -i name=value flags; the service types each value by
-// the input's declaration.
-func textInputs(flags []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, f := range flags {
-		k, v, ok := strings.Cut(f, "=")
-		if !ok || k == "" {
-			return nil, usageErr("--input %q: write name=value", f)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
 func planWorkflow(ctx context.Context, cmd *cobra.Command, svc *service.Service, ref string, text map[string]string, asJSON bool) error {
 	p, err := svc.Plan(ctx, service.PlanRequest{Ref: ref, TextInputs: text})
 	if err != nil {

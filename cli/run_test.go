@@ -113,7 +113,7 @@ outputs:
 		t.Fatalf("invalid input: exit %d %q", code, errOut)
 	}
 	code, _, errOut = runOut(t, home, "run", wf, "-i", "n=abc")
-	if code != ExitUsage || !strings.Contains(errOut, "not an integer") {
+	if code != ExitInvalid || !strings.Contains(errOut, `input "n" must be an integer`) {
 		t.Fatalf("untyped input: exit %d %q", code, errOut)
 	}
 	code, _, errOut = runOut(t, home, "run", wf)

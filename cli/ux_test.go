@@ -199,3 +199,51 @@ func TestRunsLinksChildToParent(t *testing.T) {
 		t.Fatalf("page without the parent:\n%s", out)
 	}
 }
+
+// -i reports every invalid input at once — values that do not parse as
+// their type among them — for run, plan, retry and fork.
+func TestInputsAllReportedAtOnce(t *testing.T) {
+	home := t.TempDir()
+	wf := write(t, "f.yaml", `version: 1
+name: many
+inputs:
+  n: {type: integer, minimum: 1}
+  m: {type: integer, minimum: 1}
+  b: {type: boolean, default: false}
+steps:
+  - id: check
+    if: ${{ inputs.n > 5 }}
+    fail: too big
+  - id: ok
+    uses: noop
+`)
+	code, out, _ := runOut(t, home, "run", wf, "-i", "n=9", "-i", "m=1", "--json")
+	if code != ExitInvalid {
+		t.Fatalf("failing run: exit %d %s", code, out)
+	}
+	failed := decodeRun(t, out).RunID
+	bad := []string{"-i", "n=abc", "-i", "m=0", "-i", "b=maybe", "-i", "zz=1"}
+	for _, args := range [][]string{
+		append([]string{"run", wf}, bad...),
+		append([]string{"plan", wf}, bad...),
+		append([]string{"retry", failed}, bad...),
+		append([]string{"fork", failed, "--from", "ok"}, bad...),
+	} {
+		code, out, errOut := runOut(t, home, args...)
+		all := out + errOut
+		if code != ExitInvalid {
+			t.Errorf("%v: exit %d\n%s", args[:2], code, all)
+			continue
+		}
+		for _, want := range []string{`"n" must be an integer`, `"m" must be at least 1`, `"b" must be a boolean`, `zz`} {
+			if !strings.Contains(all, want) {
+				t.Errorf("%v: %q not reported in\n%s", args[:2], want, all)
+			}
+		}
+	}
+	// Flags that are not name=value are all named in one usage error.
+	code, _, errOut := runOut(t, home, "run", wf, "-i", "n", "-i", "m=1", "-i", "b")
+	if code != ExitUsage || !strings.Contains(errOut, `"n"`) || !strings.Contains(errOut, `"b"`) {
+		t.Errorf("malformed flags: exit %d %q", code, errOut)
+	}
+}

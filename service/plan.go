@@ -94,7 +94,7 @@ func (s *Service) Plan(_ context.Context, req PlanRequest) (*Plan, error) {
 		return p, nil
 	}
 	wf := res.Workflow
-	given := typedInputs(wf, req.Inputs, req.TextInputs)
+	given := TypedInputs(wf, req.Inputs, req.TextInputs)
 	resolved := s.Engine.ResolveInputs(wf, given)
 	mask := s.Engine.InputSecrets(wf, given)
 	p.Violations = append(p.Violations, engine.MaskViolations(mask, resolved.Violations)...)
@@ -154,11 +154,12 @@ func (s *Service) planSource(req PlanRequest) ([]byte, string, error) {
 	return data, filepath.Dir(p), nil
 }
 
-// typedInputs merges given values with text values typed by their
-// declarations. Text that does not parse is passed on as text, so the
-// engine's checks report it like any value of the wrong type; a secret's
-// $NAME reference stays a reference.
-func typedInputs(wf *workflow.Workflow, values map[string]any, text map[string]string) map[string]any {
+// TypedInputs merges given values with text values typed by their
+// declarations (the CLI's -i name=value). Text that does not parse is
+// passed on as text, so the engine's checks report it like any value of
+// the wrong type, together with every other problem of the inputs; a
+// secret's $NAME reference stays a reference.
+func TypedInputs(wf *workflow.Workflow, values map[string]any, text map[string]string) map[string]any {
 	out := make(map[string]any, len(values)+len(text))
 	for k, v := range values {
 		out[k] = v
