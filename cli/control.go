@@ -99,5 +99,9 @@ func openForRun(cmd *cobra.Command, g *globals, o *runOptions, runID string) (*s
 		s.close()
 		return nil, nil, nil, err
 	}
+	if err := s.svc.CheckRunAnswerSteps(s.ctx, runID, answers); err != nil {
+		s.close()
+		return nil, nil, nil, answersErr(o.answers, err)
+	}
 	return s, inputs, answers, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -181,13 +182,16 @@ func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) erro
 		return err
 	}
 	// An answers file may carry inputs too, under _inputs; -i wins.
-	if extra, ok := answers["_inputs"].(map[string]any); ok {
+	if extra, ok := answers[service.AnswersInputsKey].(map[string]any); ok {
 		for k, v := range extra {
 			if _, set := inputs[k]; !set {
 				inputs[k] = v
 			}
 		}
-		delete(answers, "_inputs")
+		delete(answers, service.AnswersInputsKey)
+	}
+	if err := svc.CheckAnswerSteps(l, answers); err != nil {
+		return answersErr(o.answers, err)
 	}
 	id, err := svc.StartRun(ctx, l, inputs, o.detach)
 	if err != nil {
@@ -208,6 +212,9 @@ func resumeRun(cmd *cobra.Command, g *globals, o *runOptions, id string) error {
 	answers, err := readAnswers(o.answers)
 	if err != nil {
 		return err
+	}
+	if err := s.svc.CheckRunAnswerSteps(s.ctx, id, answers); err != nil {
+		return answersErr(o.answers, err)
 	}
 	if _, err := s.svc.Resume(s.ctx, id); err != nil {
 		return describe(err)
@@ -270,7 +277,13 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, o *ru
 	if p == nil && !o.noInput && isTerminal(os.Stdin) && isTerminal(os.Stderr) {
 		p = terminalPrompter{out: errOut}
 	}
-	asked := map[int64]bool{}
+	// The pauses answered so far: a sub-workflow run numbers its pauses
+	// apart from its parent's.
+	type pauseKey struct {
+		run string
+		seq int64
+	}
+	asked := map[pauseKey]bool{}
 	for {
 		status, err := svc.Wait(ctx, id, 0)
 		if err != nil {
@@ -288,7 +301,7 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, o *ru
 		}
 		pause := view.Pause
 		value, ok := answers[pause.StepID]
-		if ok && asked[pause.Seq] {
+		if ok && asked[pauseKey{pause.RunID, pause.Seq}] {
 			ok = false // the answers file's value was refused: ask instead
 		}
 		if !ok {
@@ -303,15 +316,53 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, o *ru
 				return describe(err)
 			}
 		}
-		asked[pause.Seq] = true
+		asked[pauseKey{pause.RunID, pause.Seq}] = true
 		if _, err := svc.Continue(ctx, pause.Token, value); err != nil {
 			if engine.CodeOf(err) == engine.CodeAnswerInvalid && p != nil {
 				fmt.Fprintln(errOut, describe(err).msg)
 				continue
 			}
+			if engine.CodeOf(err) == engine.CodeAnswerInvalid && ok {
+				stopProgress()
+				return refusedAnswer(cmd, o, view, err)
+			}
 			return describe(err)
 		}
 	}
+}
+
+// answersErr is an answers file refused before anything changed.
+func answersErr(path string, err error) error {
+	e := describe(err)
+	head, violations, _ := strings.Cut(e.msg, "\n")
+	return &exitError{code: e.code, msg: joinLines(fmt.Sprintf("answers file %s: %s; nothing changed", path, head), violations)}
+}
+
+// joinLines is a message's first line and the lines listing its
+// violations, if any.
+func joinLines(head, rest string) string {
+	if rest == "" {
+		return head
+	}
+	return head + "\n" + rest
+}
+
+// refusedAnswer is an answer of the answers file that failed validation
+// with no terminal to ask again in: the run is left waiting at that step,
+// and the message says so, with how to resume it. With --json the waiting
+// run is printed too.
+func refusedAnswer(cmd *cobra.Command, o *runOptions, v *service.RunView, err error) error {
+	id, stepID := v.ID, v.Pause.StepID
+	e := describe(err)
+	head, violations, _ := strings.Cut(e.msg, "\n")
+	msg := joinLines(fmt.Sprintf("answers file %s: step %s: %s; run %s is left waiting at step %s: correct the answer, then: stepwise resume %s --answers %s",
+		o.answers, stepID, head, id, stepID, id, o.answers), violations)
+	if o.asJSON {
+		// The caller finds the run and its pause on stdout, as for a run
+		// that waits.
+		_ = writeJSON(cmd.OutOrStdout(), runResult{RunID: v.ID, Status: v.Status, Pause: v.Pause})
+	}
+	return &exitError{code: ExitInvalid, msg: msg}
 }
 
 func interruptedErr(id string) error {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,5 +246,100 @@ steps:
 	code, _, errOut := runOut(t, home, "run", wf, "-i", "n", "-i", "m=1", "-i", "b")
 	if code != ExitUsage || !strings.Contains(errOut, `"n"`) || !strings.Contains(errOut, `"b"`) {
 		t.Errorf("malformed flags: exit %d %q", code, errOut)
+	}
+}
+
+const asksYAML = `version: 1
+name: asks
+steps:
+  - id: count
+    ask: {prompt: "How many?", type: integer, min: 1}
+  - id: name
+    ask: {prompt: "Name?"}
+`
+
+// An answer of the answers file that fails validation names the step and
+// says the run is left waiting, with its id and how to resume it.
+func TestAnswersFileRefusedAnswer(t *testing.T) {
+	home := t.TempDir()
+	wf := write(t, "asks.yaml", asksYAML)
+	bad := write(t, "bad.yaml", "count: 0\nname: ada\n")
+	code, out, errOut := runOut(t, home, "run", wf, "--answers", bad)
+	if code != ExitInvalid {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, list, _ := runOut(t, home, "runs", "--json")
+	var runs struct {
+		Runs []struct {
+			ID     string `json:"run_id"`
+			Status string `json:"status"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(list), &runs); err != nil || len(runs.Runs) != 1 || runs.Runs[0].Status != "waiting" {
+		t.Fatalf("runs: %v %s", err, list)
+	}
+	id := runs.Runs[0].ID
+	first, _, _ := strings.Cut(errOut, "\n")
+	for _, want := range []string{"answers file " + bad, "step count", "must be at least 1", "run " + id + " is left waiting", "stepwise resume " + id + " --answers " + bad} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("%q missing from %q", want, errOut)
+		}
+	}
+	if !strings.Contains(first, "left waiting") {
+		t.Errorf("first line %q does not say the run waits", first)
+	}
+	// --json: the waiting run and its pause on stdout as well.
+	code, out, _ = runOut(t, home, "run", wf, "--answers", bad, "--json")
+	if r := decodeRun(t, out); code != ExitInvalid || r.Status != "waiting" || r.Pause == nil || r.Pause.StepID != "count" {
+		t.Fatalf("--json: exit %d %s", code, out)
+	}
+	// What the message says to do works.
+	good := write(t, "good.yaml", "count: 2\nname: ada\n")
+	if code, out, errOut = runOut(t, home, "resume", id, "--answers", good); code != ExitOK {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// Keys of an answers file that name no question or agent step are refused
+// before anything changes; steps of sub-workflows count.
+func TestAnswersFileUnknownStep(t *testing.T) {
+	home := t.TempDir()
+	wf := write(t, "asks.yaml", asksYAML)
+	bad := write(t, "bad.yaml", "count: 2\nnmae: ada\nzz: 1\n")
+	code, out, errOut := runOut(t, home, "run", wf, "--answers", bad)
+	if code != ExitInvalid || !strings.Contains(errOut, `"nmae"`) || !strings.Contains(errOut, `"zz"`) || !strings.Contains(errOut, "count, name") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, list, _ := runOut(t, home, "runs", "--json"); strings.Contains(list, "run_id") {
+		t.Fatalf("a run was started: %s", list)
+	}
+	// resume: refused, the run still waits at its question.
+	code, out, _ = runOut(t, home, "run", wf, "--json", "--no-input")
+	id := decodeRun(t, out).RunID
+	code, _, errOut = runOut(t, home, "resume", id, "--answers", bad)
+	if code != ExitInvalid || !strings.Contains(errOut, `"nmae"`) || !strings.Contains(errOut, "nothing changed") {
+		t.Fatalf("resume: exit %d %s", code, errOut)
+	}
+	if _, out, _ = runOut(t, home, "show", id, "--json"); !strings.Contains(out, `"status": "waiting"`) || strings.Contains(out, `"answer"`) {
+		t.Fatalf("the run moved: %s", out)
+	}
+}
+
+// An answers file answers the questions of sub-workflows too (a child run
+// numbers its pauses apart from its parent's), and its keys are not
+// refused as naming no step.
+func TestAnswersFileAnswersSubWorkflow(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "inner.yaml"), []byte("version: 1\nname: inner\nsteps:\n  - id: colour\n    ask: {prompt: Colour?}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outer := filepath.Join(dir, "outer.yaml")
+	if err := os.WriteFile(outer, []byte("version: 1\nname: outer\nsteps:\n  - id: name\n    ask: {prompt: Name?}\n  - {id: sub, workflow: inner}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	answers := write(t, "a.yaml", "name: ada\ncolour: blue\n")
+	if code, out, errOut := runOut(t, home, "run", outer, "--answers", answers); code != ExitOK {
+		t.Fatalf("sub-workflow answers: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -26,33 +26,52 @@ func subDir(l *Loaded) string {
 // workflow may call itself), depth first. A sub-workflow that is missing or
 // does not parse is left out: its step fails when it runs.
 func (s *Service) calledWorkflows(wf *workflow.Workflow, dir string) []*workflow.Workflow {
+	wfs, _ := s.allCalledWorkflows(wf, dir)
+	return wfs
+}
+
+// allCalledWorkflows is calledWorkflows, and whether the list is every
+// workflow wf may run: false when a step names its sub-workflow by an
+// expression, or names one that is missing or does not parse.
+func (s *Service) allCalledWorkflows(wf *workflow.Workflow, dir string) ([]*workflow.Workflow, bool) {
 	var out []*workflow.Workflow
+	complete := true
 	seen := map[string]bool{}
 	var walk func(wf *workflow.Workflow, dir string)
 	walk = func(wf *workflow.Workflow, dir string) {
 		out = append(out, wf)
 		for _, st := range workflow.Flatten(wf.Steps) {
-			if st.Workflow == "" || strings.Contains(st.Workflow, "${{") {
+			if st.Workflow == "" {
+				continue
+			}
+			if strings.Contains(st.Workflow, "${{") {
+				complete = false
 				continue
 			}
 			path, err := findSubWorkflow(s.Home, dir, st.Workflow)
-			if err != nil || seen[path] {
+			if err != nil {
+				complete = false
+				continue
+			}
+			if seen[path] {
 				continue
 			}
 			seen[path] = true
 			data, err := os.ReadFile(path)
 			if err != nil {
+				complete = false
 				continue
 			}
 			sub, err := s.parseIn(data, filepath.Dir(path))
 			if err != nil {
+				complete = false
 				continue
 			}
 			walk(sub.Workflow, absDir(path))
 		}
 	}
 	walk(wf, dir)
-	return out
+	return out, complete
 }
 
 // policyRefusals is what the shell policy and the environment policy
