@@ -23,9 +23,9 @@ const AnswersInputsKey = "_inputs"
 // keys name no question or agent step of l's workflow or of a sub-workflow
 // it calls: such an answer would never be used, and the run would stop at
 // the question it was meant for. The error names every such key and the
-// steps that do take answers. When the workflow calls a sub-workflow that
-// cannot be known ahead (named by an expression, missing, unreadable) any
-// key may belong to it, and nothing is refused.
+// steps that do take answers. When a sub-workflow it calls cannot be read
+// now (gone since it was checked), any key may belong to it, and nothing is
+// refused.
 func (s *Service) CheckAnswerSteps(l *Loaded, answers map[string]any) error {
 	return s.checkAnswerSteps(l.Workflow, subDir(l), answers)
 }
