@@ -119,3 +119,23 @@ func TestGenerateCommand(t *testing.T) {
 		t.Errorf("a non-object schema: %d %s", code, errOut)
 	}
 }
+
+// run NAME and plan NAME take the draft when no saved workflow has the
+// name, and say so.
+func TestRunAndPlanADraftByName(t *testing.T) {
+	home := t.TempDir()
+	draft := writeTemp(t, strings.Replace(cliDraft, "${{ inputs.nope }}", "tried", 1))
+	if code, out, errOut := runOut(t, home, "save", "--draft", draft); code != ExitOK {
+		t.Fatalf("save draft: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := runOut(t, home, "run", "tidy")
+	if code != ExitOK || !strings.Contains(out, "succeeded") || !strings.Contains(errOut, "running the draft tidy") {
+		t.Fatalf("run a draft: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runOut(t, home, "plan", "tidy"); code != ExitOK || !strings.Contains(out, "tidy (draft, sha256:") {
+		t.Fatalf("plan a draft: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runOut(t, home, "run", "nowhere"); code == ExitOK || !strings.Contains(errOut, "in the library or in drafts") {
+		t.Fatalf("run neither: %d %s", code, errOut)
+	}
+}

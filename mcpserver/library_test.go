@@ -334,3 +334,45 @@ func TestWorkflowGenerate(t *testing.T) {
 		t.Fatalf("%+v", g)
 	}
 }
+
+// run_start runs a draft by name when no saved workflow has that name, and
+// says so; the wf_ tools expose saved workflows only.
+func TestRunStartRunsADraft(t *testing.T) {
+	e := newEnv(t, Options{ExposeWorkflows: true}, service.Options{})
+	cs := e.connect(nil)
+	trial := "version: 1\nname: trial\nsteps:\n  - id: a\n    uses: log\n    with: {message: trying}\n"
+	var o out
+	if call(t, cs, "workflow_save", map[string]any{"content": trial, "draft": true}, &o) || !o.Draft || !o.Valid {
+		t.Fatalf("save draft: %+v", o)
+	}
+	var run RunResult
+	if call(t, cs, "run_start", map[string]any{"workflow": "trial"}, &run) || run.Status != "succeeded" || !run.Draft || run.Workflow != "trial" {
+		t.Fatalf("run_start of a draft: %+v", run)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_start", Arguments: map[string]any{"workflow": "trial"}})
+	if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "a draft") {
+		t.Fatalf("the summary does not say draft: %+v %v", res, err)
+	}
+	var plan struct {
+		Valid, Draft bool
+	}
+	if call(t, cs, "workflow_plan", map[string]any{"name": "trial"}, &plan) || !plan.Valid || !plan.Draft {
+		t.Fatalf("workflow_plan of a draft: %+v", plan)
+	}
+	for tl, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tl.Name == "wf_trial" {
+			t.Fatal("a draft is exposed as a tool")
+		}
+	}
+	// Saved: the library's workflow runs, not a draft.
+	if call(t, cs, "workflow_save", map[string]any{"content": trial}, &o) {
+		t.Fatalf("save: %+v", o)
+	}
+	run = RunResult{}
+	if call(t, cs, "run_start", map[string]any{"workflow": "trial"}, &run) || run.Status != "succeeded" || run.Draft {
+		t.Fatalf("run_start of a saved workflow: %+v", run)
+	}
+}

@@ -347,13 +347,42 @@ func (s *Service) findLibrary(name string) (string, error) {
 	return p, nil
 }
 
-// LoadLibraryWorkflow loads and validates a workflow of the library by
-// name (never a path).
+// LoadLibraryWorkflow loads and validates a saved workflow of the library
+// by name (never a path, never a draft: what --expose-workflows offers).
 func (s *Service) LoadLibraryWorkflow(name string) (*Loaded, error) {
-	if _, err := s.findLibrary(name); err != nil {
+	p, err := s.findLibrary(name)
+	if err != nil {
 		return nil, err
 	}
-	return s.LoadWorkflow(name)
+	return s.loadFile(p)
+}
+
+// LoadRunnable loads a workflow to run by name (never a path): the saved
+// workflow, or else the draft of that name (Loaded.Draft), so that a
+// draft can be tried before it is saved.
+func (s *Service) LoadRunnable(name string) (*Loaded, error) {
+	p, draft, err := s.findRunnable(name)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.loadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	l.Draft = draft
+	return l, nil
+}
+
+// findRunnable is findLibrary falling back to the drafts: draft reports
+// that the file is a draft.
+func (s *Service) findRunnable(name string) (p string, draft bool, err error) {
+	p, err = s.findLibrary(name)
+	var ee *engine.Error
+	if errors.As(err, &ee) && ee.Code == CodeNotFound {
+		p, err = s.findDraft(name, err)
+		return p, err == nil, err
+	}
+	return p, false, err
 }
 
 func statsOf(st store.WorkflowStats) RunStats {
