@@ -178,7 +178,14 @@ func newRenameCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return describe(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "renamed %s to %s (%s)\n", r.OldName, r.Name, r.Version)
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "renamed %s to %s (%s)\n", r.OldName, r.Name, r.Version)
+				if len(r.ReferencedBy) > 0 {
+					fmt.Fprintf(out, "invalid now, as they call %s: %s\n", r.OldName, strings.Join(r.ReferencedBy, ", "))
+				}
+				if len(r.DraftsReferencing) > 0 {
+					fmt.Fprintf(out, "drafts calling %s: %s\n", r.OldName, strings.Join(r.DraftsReferencing, ", "))
+				}
 				return nil
 			})
 		},

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -59,7 +60,14 @@ func (o WorkflowRenameOut) Summary() string {
 	if o.RenameResult == nil {
 		return ""
 	}
-	return fmt.Sprintf("Renamed %s to %s (version %s). Runs already started keep their version.", o.OldName, o.Name, o.Version)
+	s := fmt.Sprintf("Renamed %s to %s (version %s). Runs already started keep their version.", o.OldName, o.Name, o.Version)
+	if len(o.ReferencedBy) > 0 {
+		s += fmt.Sprintf(" Invalid now, as they call %s: %s (update their workflow: steps).", o.OldName, strings.Join(o.ReferencedBy, ", "))
+	}
+	if len(o.DraftsReferencing) > 0 {
+		s += fmt.Sprintf(" Drafts calling %s: %s.", o.OldName, strings.Join(o.DraftsReferencing, ", "))
+	}
+	return s
 }
 
 // WorkflowDeleteIn are workflow_delete's arguments.
@@ -95,7 +103,8 @@ func (s *Server) addLibraryTools() {
 			return WorkflowSaveOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_rename", Title: "Rename a workflow",
-		Description: "Rename a library workflow: its file and its name: field together, nothing else changes. Runs already started keep the version they pinned. Fails with VERSION_CONFLICT if new_name exists.",
+		Description: "Rename a library workflow: its file and its name: field together, nothing else changes. Runs already started keep the version they pinned. Fails with VERSION_CONFLICT if new_name exists. " +
+			"The result lists the workflows (referenced_by) and drafts (drafts_referencing) whose steps call the old name: they need updating.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowRenameIn) (WorkflowRenameOut, error) {
 			r, err := s.svc.RenameWorkflow(ctx, in.Name, in.NewName, in.ExpectedVersion)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"stepwise.dev/stepwise/engine"
@@ -133,6 +134,11 @@ type RenameResult struct {
 	OldName string `json:"old_name"`
 	Path    string `json:"path"`
 	Version string `json:"version"`
+	// ReferencedBy names the saved workflows whose steps call the old
+	// name (invalid now, unless they are renamed too), DraftsReferencing
+	// the drafts; both sorted, never null.
+	ReferencedBy      []string `json:"referenced_by"`
+	DraftsReferencing []string `json:"drafts_referencing"`
 }
 
 // RenameWorkflow renames a saved workflow: its file and its name: field
@@ -151,7 +157,33 @@ func (s *Service) RenameWorkflow(ctx context.Context, name, newName, expectedVer
 	}
 	s.libraryChanged(name)
 	s.libraryChanged(newName)
-	return &RenameResult{Name: newName, OldName: name, Path: f.Path, Version: f.Version}, nil
+	out := &RenameResult{Name: newName, OldName: name, Path: f.Path, Version: f.Version}
+	out.ReferencedBy, out.DraftsReferencing, err = s.callers(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("renamed %q to %q, but listing the workflows that call it failed: %w", name, newName, err)
+	}
+	return out, nil
+}
+
+// callers lists the saved workflows and the drafts whose steps call the
+// workflow name.
+func (s *Service) callers(ctx context.Context, name string) (saved, drafts []string, err error) {
+	ws, err := s.ListLibrary(ctx, ListOptions{IncludeDrafts: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	saved, drafts = []string{}, []string{}
+	for _, w := range ws {
+		if !slices.Contains(w.calls, name) {
+			continue
+		}
+		if w.Draft {
+			drafts = append(drafts, w.Name)
+		} else {
+			saved = append(saved, w.Name)
+		}
+	}
+	return saved, drafts, nil
 }
 
 // DeleteResult is a deleted workflow or draft.

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +76,105 @@ func TestRunByNameFindsADraft(t *testing.T) {
 	}
 	if p, err := svc.Plan(ctx, PlanRequest{Name: "trial"}); err != nil || p.Draft {
 		t.Fatalf("plan with both: %+v %v", p, err)
+	}
+}
+
+const parentWorkflow = "version: 1\nname: parent\nsteps:\n  - id: c\n    workflow: child\n"
+
+// validOf lists the library and returns each workflow's validity.
+func validOf(t *testing.T, svc *Service) map[string]bool {
+	t.Helper()
+	ws, err := svc.ListLibrary(context.Background(), ListOptions{IncludeDrafts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, w := range ws {
+		key := w.Name
+		if w.Draft {
+			key += " (draft)"
+		}
+		out[key] = w.Valid
+	}
+	return out
+}
+
+// A listing follows what validity depends on besides the file itself: the
+// sub-workflows it calls. A rename reports the workflows that called the
+// old name. In one process and across two services on one home.
+func TestListFollowsRenamedSubWorkflows(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	a, b := openLibraryService(t, home), openLibraryService(t, home)
+	for _, req := range []SaveRequest{{Content: logWorkflow("child", "hi")}, {Content: parentWorkflow}, {Content: parentWorkflow, Draft: true}} {
+		if _, err := a.SaveWorkflow(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]bool{"child": true, "parent": true, "parent (draft)": true}
+	for _, svc := range []*Service{a, b} {
+		if got := validOf(t, svc); !maps.Equal(got, want) {
+			t.Fatalf("before the rename: %v", got)
+		}
+	}
+	r, err := a.RenameWorkflow(ctx, "child", "kid", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.ReferencedBy, []string{"parent"}) || !slices.Equal(r.DraftsReferencing, []string{"parent"}) {
+		t.Fatalf("the rename reports callers %v and drafts %v, want parent and parent", r.ReferencedBy, r.DraftsReferencing)
+	}
+	want = map[string]bool{"kid": true, "parent": false, "parent (draft)": false}
+	for i, svc := range []*Service{a, b} {
+		if got := validOf(t, svc); !maps.Equal(got, want) {
+			t.Fatalf("service %d after the rename: %v", i, got)
+		}
+		if v, err := svc.ValidateLibrary("parent"); err != nil || v.Valid {
+			t.Fatalf("service %d validates parent: %+v %v", i, v, err)
+		}
+	}
+	// Back under its old name, from the other service: valid again.
+	if _, err := b.RenameWorkflow(ctx, "kid", "child", ""); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]bool{"child": true, "parent": true, "parent (draft)": true}
+	for i, svc := range []*Service{a, b} {
+		if got := validOf(t, svc); !maps.Equal(got, want) {
+			t.Fatalf("service %d after the rename back: %v", i, got)
+		}
+	}
+	// A delete and a new save count the same.
+	if _, err := a.DeleteWorkflow(ctx, "child", false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := validOf(t, b); got["parent"] {
+		t.Fatalf("after the delete: %v", got)
+	}
+	if _, err := a.SaveWorkflow(ctx, SaveRequest{Content: logWorkflow("child", "again")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := validOf(t, b); !got["parent"] || !got["parent (draft)"] {
+		t.Fatalf("after the save: %v", got)
+	}
+}
+
+// A listing follows the actions registered (catalogs come and go).
+func TestListFollowsTheActions(t *testing.T) {
+	ctx := context.Background()
+	svc := openLibraryService(t, t.TempDir())
+	content := "version: 1\nname: billing\nsteps:\n  - id: v\n    uses: billing_void\n"
+	if _, err := svc.SaveWorkflow(ctx, SaveRequest{Content: content, Draft: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := validOf(t, svc); got["billing (draft)"] {
+		t.Fatalf("valid without its action: %v", got)
+	}
+	svc.Actions.Register(fakeAction{"billing_void", "Voids."})
+	if got := validOf(t, svc); !got["billing (draft)"] {
+		t.Fatalf("invalid with its action: %v", got)
+	}
+	svc.Actions.Unregister("billing_void")
+	if got := validOf(t, svc); got["billing (draft)"] {
+		t.Fatalf("valid after its action went: %v", got)
 	}
 }

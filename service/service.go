@@ -214,6 +214,9 @@ type resolver struct {
 	actions *action.Registry
 	home    *home.Home
 	dir     string
+	// calls, when set, records every sub-workflow name looked up and
+	// whether it was found: what the result depends on besides the file.
+	calls map[string]bool
 }
 
 func (r resolver) HasAction(name string) (bool, []string) { return r.actions.HasAction(name) }
@@ -223,10 +226,11 @@ func (r resolver) InputKeys(name string) (keys, required []string, closed, ok bo
 	return r.actions.InputKeys(name)
 }
 func (r resolver) HasWorkflow(name string) (bool, []string) {
-	if _, err := findSubWorkflow(r.home, r.dir, name); err == nil {
-		return true, nil
+	_, err := findSubWorkflow(r.home, r.dir, name)
+	if r.calls != nil {
+		r.calls[name] = err == nil
 	}
-	return false, nil
+	return err == nil, nil
 }
 
 // findSubWorkflow finds a workflow called by name: in the library, or next
