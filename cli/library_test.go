@@ -35,12 +35,15 @@ func TestLibraryCommands(t *testing.T) {
 		t.Fatalf("save fixed: %d %s %s", code, out, errOut)
 	}
 	code, out, errOut := runOut(t, home, "save", fixed)
-	if code != ExitInvalid || !strings.Contains(errOut, "already exists at version sha256:") {
+	if code != ExitInvalid || !strings.Contains(errOut, "already exists at revision sha256:") {
 		t.Fatalf("save again: %d %s %s", code, out, errOut)
 	}
-	version := errOut[strings.Index(errOut, "sha256:"):][:71]
-	if code, _, errOut := runOut(t, home, "save", "--expected-version", version, fixed); code != ExitOK {
-		t.Fatalf("save with version %s: %d %s", version, code, errOut)
+	revision := errOut[strings.Index(errOut, "sha256:"):][:71]
+	if code, out, _ := runOut(t, home, "get", "tidy"); code != ExitOK || !strings.Contains(out, "# revision "+revision+"\n") {
+		t.Fatalf("get shows no revision %s: %d %s", revision, code, out)
+	}
+	if code, _, errOut := runOut(t, home, "save", "--expected-version", revision, fixed); code != ExitOK {
+		t.Fatalf("save with revision %s: %d %s", revision, code, errOut)
 	}
 	if code, out, errOut := runOut(t, home, "rename", "tidy", "neat"); code != ExitOK || !strings.Contains(out, "renamed tidy to neat") {
 		t.Fatalf("rename: %d %s %s", code, out, errOut)

@@ -30,6 +30,7 @@ steps:
 type out struct {
 	Name            string           `json:"name"`
 	Version         string           `json:"version"`
+	Revision        string           `json:"revision"`
 	Path            string           `json:"path"`
 	Draft           bool             `json:"draft"`
 	Valid           bool             `json:"valid"`
@@ -98,7 +99,7 @@ func TestAuthorSaveRenameDelete(t *testing.T) {
 	if call(t, cs, "workflow_save", map[string]any{"content": fixed}, &o) || !o.Valid || !o.DraftRemoved || o.Version == "" {
 		t.Fatalf("save fixed: %+v", o)
 	}
-	v1 := o.Version
+	v1, r1 := o.Version, o.Revision
 	o = out{}
 	if !call(t, cs, "workflow_get", map[string]any{"name": "hello", "draft": true}, &o) || o.ErrorCode != "WORKFLOW_NOT_FOUND" {
 		t.Fatalf("the draft is still there: %+v", o)
@@ -106,12 +107,13 @@ func TestAuthorSaveRenameDelete(t *testing.T) {
 	// Saving again without the version is a conflict carrying it.
 	changed := strings.Replace(fixed, "Say hello", "Say hello nicely", 1)
 	o = out{}
-	if !call(t, cs, "workflow_save", map[string]any{"content": changed}, &o) || o.ErrorCode != "VERSION_CONFLICT" || o.Context.CurrentVersion != v1 || o.Category != "conflict" {
+	if !call(t, cs, "workflow_save", map[string]any{"content": changed}, &o) || o.ErrorCode != "VERSION_CONFLICT" || o.Context.CurrentVersion != v1 ||
+		o.Context.CurrentRevision != r1 || o.Category != "conflict" {
 		t.Fatalf("save over without version: %+v", o)
 	}
 	o = out{}
-	if call(t, cs, "workflow_save", map[string]any{"content": changed, "expected_version": v1}, &o) || o.Version == v1 {
-		t.Fatalf("save with version: %+v", o)
+	if call(t, cs, "workflow_save", map[string]any{"content": changed, "expected_version": r1}, &o) || o.Version == v1 || o.Revision == r1 {
+		t.Fatalf("save with revision: %+v", o)
 	}
 	// A run of it, then a rename: the run keeps its version.
 	o = out{}

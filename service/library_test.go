@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/library"
 )
 
 func openLibraryService(t *testing.T, home string) *Service {
@@ -176,5 +177,53 @@ func TestListFollowsTheActions(t *testing.T) {
 	svc.Actions.Unregister("billing_void")
 	if got := validOf(t, svc); got["billing (draft)"] {
 		t.Fatalf("valid after its action went: %v", got)
+	}
+}
+
+// Two authors change only comments, both from the same read: the second
+// save conflicts instead of silently replacing the first (the version,
+// which comments leave alone, cannot tell; the revision can).
+func TestCommentOnlyEditsConflictOnSave(t *testing.T) {
+	ctx := context.Background()
+	svc := openLibraryService(t, t.TempDir())
+	base := logWorkflow("notes", "hi")
+	saved, err := svc.SaveWorkflow(ctx, SaveRequest{Content: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := svc.GetWorkflow(ctx, "notes")
+	if err != nil || read.Revision != saved.Revision || read.Revision != library.Revision([]byte(base)) || read.Version != saved.Version {
+		t.Fatalf("get: %+v %v (saved %+v)", read, err, saved)
+	}
+	if ws, _ := svc.ListWorkflows(ctx, ""); len(ws) != 1 || ws[0].Revision != read.Revision {
+		t.Fatalf("list: %+v", ws)
+	}
+	first, err := svc.SaveWorkflow(ctx, SaveRequest{Content: "# first author\n" + base, ExpectedVersion: read.Revision})
+	if err != nil || first.Version != read.Version || first.Revision == read.Revision {
+		t.Fatalf("the first comment edit: %+v %v", first, err)
+	}
+	for _, stale := range []string{read.Revision, read.Version} {
+		_, err := svc.SaveWorkflow(ctx, SaveRequest{Content: "# second author\n" + base, ExpectedVersion: stale})
+		var ee *engine.Error
+		if !errors.As(err, &ee) || ee.Code != CodeVersionConflict || ee.CurrentRevision != first.Revision || ee.CurrentVersion != first.Version ||
+			!strings.Contains(ee.Suggestion, first.Revision) {
+			t.Fatalf("the second comment edit from %s: %+v", stale, err)
+		}
+		if _, err := svc.RenameWorkflow(ctx, "notes", "memo", stale); errorCode(err) != CodeVersionConflict {
+			t.Fatalf("rename from %s: %v", stale, err)
+		}
+		if _, err := svc.DeleteWorkflow(ctx, "notes", false, stale); errorCode(err) != CodeVersionConflict {
+			t.Fatalf("delete from %s: %v", stale, err)
+		}
+	}
+	if got, _ := svc.GetWorkflow(ctx, "notes"); got.Content != "# first author\n"+base || got.Revision != first.Revision {
+		t.Fatalf("the first edit is lost: %q", got.Content)
+	}
+	r, err := svc.RenameWorkflow(ctx, "notes", "memo", first.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := svc.DeleteWorkflow(ctx, "memo", false, r.Revision); err != nil || d.Revision != r.Revision {
+		t.Fatalf("delete at the rename's revision: %+v %v", d, err)
 	}
 }

@@ -23,13 +23,16 @@ import (
 
 // WorkflowSummary is a library workflow as lists show it.
 type WorkflowSummary struct {
-	Name        string         `json:"name"`
-	Title       string         `json:"title,omitempty"`
-	Description string         `json:"description,omitempty"`
-	Tags        []string       `json:"tags,omitempty"`
-	Version     string         `json:"version"`
-	Valid       bool           `json:"valid"`
-	Inputs      []InputSummary `json:"inputs,omitempty"`
+	Name        string   `json:"name"`
+	Title       string   `json:"title,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	Version     string   `json:"version"`
+	// Revision is the hash of the file's bytes: what a save, rename or
+	// delete gives as expected_version.
+	Revision string         `json:"revision"`
+	Valid    bool           `json:"valid"`
+	Inputs   []InputSummary `json:"inputs,omitempty"`
 	// Path is the file it lives in.
 	Path string `json:"path"`
 	// Draft is set for drafts (which may be invalid).
@@ -293,7 +296,7 @@ func (s *Service) summarize(p, name string, names listedNames) (sum WorkflowSumm
 	actions := s.Actions.Generation()
 	calls := map[string]bool{}
 	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir, calls: calls}})
-	sum = summaryOf(res, name, p)
+	sum = summaryOf(res, name, p, data)
 	sum.calls = slices.Sorted(maps.Keys(calls))
 	s.summaries.mu.Lock()
 	s.summaries.entries[p] = cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum, calls: calls, actions: actions}
@@ -320,8 +323,8 @@ func (s *Service) check(data []byte, dir string) *workflow.Result {
 	return workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir}})
 }
 
-func summaryOf(res *workflow.Result, name, p string) WorkflowSummary {
-	sum := WorkflowSummary{Name: name, Version: res.Version, Valid: res.Valid(), Path: p}
+func summaryOf(res *workflow.Result, name, p string, data []byte) WorkflowSummary {
+	sum := WorkflowSummary{Name: name, Version: res.Version, Revision: library.Revision(data), Valid: res.Valid(), Path: p}
 	if wf := res.Workflow; wf != nil {
 		sum.Title, sum.Description, sum.Tags = wf.Title, wf.Description, wf.Tags
 		sum.Inputs = InputsOf(wf)
@@ -372,7 +375,7 @@ func (s *Service) GetLibraryEntry(ctx context.Context, name string, draft bool) 
 		return nil, fmt.Errorf("read workflow %q: %w", name, err)
 	}
 	res := s.check(data, filepath.Dir(p))
-	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p), Content: string(data), Violations: res.Violations}
+	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p, data), Content: string(data), Violations: res.Violations}
 	d.Draft = draft
 	if res.Source != nil {
 		if canon, err := workflow.Canonical(res.Source.Value); err == nil {
