@@ -141,8 +141,8 @@ type RenameResult struct {
 	// Revision is the renamed file's (its name: line changed).
 	Revision string `json:"revision"`
 	// ReferencedBy names the saved workflows whose steps call the old
-	// name (invalid now, unless they are renamed too), DraftsReferencing
-	// the drafts; both sorted, never null.
+	// name (invalid now), DraftsReferencing the drafts; both sorted, and
+	// null only when the library could not be listed after the rename.
 	ReferencedBy      []string `json:"referenced_by"`
 	DraftsReferencing []string `json:"drafts_referencing"`
 }
@@ -164,9 +164,10 @@ func (s *Service) RenameWorkflow(ctx context.Context, name, newName, expectedVer
 	s.libraryChanged(name)
 	s.libraryChanged(newName)
 	out := &RenameResult{Name: newName, OldName: name, Path: f.Path, Version: f.Version, Revision: f.Revision}
-	out.ReferencedBy, out.DraftsReferencing, err = s.callers(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("renamed %q to %q, but listing the workflows that call it failed: %w", name, newName, err)
+	// The rename is done: a listing that fails leaves the callers unknown
+	// (null), not the rename failed.
+	if out.ReferencedBy, out.DraftsReferencing, err = s.callers(ctx, name); err != nil {
+		s.log.Warn("renamed a workflow, but could not list the workflows calling its old name", "old_name", name, "name", newName, "err", err)
 	}
 	return out, nil
 }
