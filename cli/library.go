@@ -22,8 +22,9 @@ func newSaveCmd(g *globals) *cobra.Command {
 		Short: "Save a workflow file into the library (or as a draft with --draft)",
 		Long: "save validates FILE and writes it into the library under its name: field. An invalid workflow is\n" +
 			"refused (exit 1, violations listed) unless --draft. Replacing an existing workflow needs\n" +
-			"--expected-version (the version you started from) or --overwrite; the replaced file is kept in\n" +
-			"the home's previous/ directory. Saving to the library removes the draft of the same name.",
+			"--expected-version (the revision you started from: the hash of the file's bytes, which stepwise\n" +
+			"get and save show) or --overwrite; the replaced file is kept in the home's previous/ directory.\n" +
+			"Saving to the library removes the draft of the same name.",
 		Args: exactArgs(1, "save takes one FILE (- for standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readSource(cmd, args[0])
@@ -44,7 +45,7 @@ func newSaveCmd(g *globals) *cobra.Command {
 				if r.Draft {
 					what = "saved draft"
 				}
-				fmt.Fprintf(out, "%s %s (%s) at %s\n", what, r.Name, r.Version, r.Path)
+				fmt.Fprintf(out, "%s %s (%s) at %s\nrevision %s\n", what, r.Name, r.Version, r.Path, r.Revision)
 				for _, v := range r.Violations {
 					fmt.Fprintf(out, "  %d:%d: %s: %s\n", v.Line, v.Column, v.Rule, v.Message)
 				}
@@ -58,8 +59,8 @@ func newSaveCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&req.Draft, "draft", false, "save as a draft (kept even when invalid)")
 	f.StringVar(&req.Name, "name", "", "for a draft that does not parse yet: the name to file it under")
-	f.StringVar(&req.ExpectedVersion, "expected-version", "", "replace the existing workflow only if it is at this version")
-	f.BoolVar(&req.Overwrite, "overwrite", false, "replace the existing workflow whatever its version")
+	f.StringVar(&req.ExpectedVersion, "expected-version", "", "replace the existing workflow only if it is at this revision (the hash of its bytes: stepwise get)")
+	f.BoolVar(&req.Overwrite, "overwrite", false, "replace the existing workflow whatever its revision")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -147,7 +148,7 @@ func newGetCmd(g *globals) *cobra.Command {
 				if asJSON {
 					return writeJSON(out, d)
 				}
-				fmt.Fprintf(out, "# %s  %s\n# %s\n", d.Name, d.Version, d.Path)
+				fmt.Fprintf(out, "# %s  %s\n# %s\n# revision %s\n", d.Name, d.Version, d.Path, d.Revision)
 				st := d.Stats
 				fmt.Fprintf(out, "# runs: %d (%d succeeded, %d failed, %d canceled, %d active)\n", st.Runs, st.Succeeded, st.Failed, st.Canceled, st.Active)
 				for _, v := range d.Violations {
@@ -178,12 +179,19 @@ func newRenameCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return describe(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "renamed %s to %s (%s)\n", r.OldName, r.Name, r.Version)
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "renamed %s to %s (%s)\nrevision %s\n", r.OldName, r.Name, r.Version, r.Revision)
+				if len(r.ReferencedBy) > 0 {
+					fmt.Fprintf(out, "invalid now, as they call %s: %s\n", r.OldName, strings.Join(r.ReferencedBy, ", "))
+				}
+				if len(r.DraftsReferencing) > 0 {
+					fmt.Fprintf(out, "drafts calling %s: %s\n", r.OldName, strings.Join(r.DraftsReferencing, ", "))
+				}
 				return nil
 			})
 		},
 	}
-	cmd.Flags().StringVar(&expected, "expected-version", "", "rename only if the workflow is at this version")
+	cmd.Flags().StringVar(&expected, "expected-version", "", "rename only if the workflow is at this revision (stepwise get)")
 	return cmd
 }
 
@@ -219,7 +227,7 @@ func newDeleteCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&draft, "draft", false, "delete the draft of that name")
 	f.BoolVar(&yes, "yes", false, "do not ask for confirmation")
-	f.StringVar(&expected, "expected-version", "", "delete only if it is at this version")
+	f.StringVar(&expected, "expected-version", "", "delete only if it is at this revision (stepwise get)")
 	return cmd
 }
 

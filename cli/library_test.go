@@ -35,12 +35,15 @@ func TestLibraryCommands(t *testing.T) {
 		t.Fatalf("save fixed: %d %s %s", code, out, errOut)
 	}
 	code, out, errOut := runOut(t, home, "save", fixed)
-	if code != ExitInvalid || !strings.Contains(errOut, "already exists at version sha256:") {
+	if code != ExitInvalid || !strings.Contains(errOut, "already exists at revision sha256:") {
 		t.Fatalf("save again: %d %s %s", code, out, errOut)
 	}
-	version := errOut[strings.Index(errOut, "sha256:"):][:71]
-	if code, _, errOut := runOut(t, home, "save", "--expected-version", version, fixed); code != ExitOK {
-		t.Fatalf("save with version %s: %d %s", version, code, errOut)
+	revision := errOut[strings.Index(errOut, "sha256:"):][:71]
+	if code, out, _ := runOut(t, home, "get", "tidy"); code != ExitOK || !strings.Contains(out, "# revision "+revision+"\n") {
+		t.Fatalf("get shows no revision %s: %d %s", revision, code, out)
+	}
+	if code, _, errOut := runOut(t, home, "save", "--expected-version", revision, fixed); code != ExitOK {
+		t.Fatalf("save with revision %s: %d %s", revision, code, errOut)
 	}
 	if code, out, errOut := runOut(t, home, "rename", "tidy", "neat"); code != ExitOK || !strings.Contains(out, "renamed tidy to neat") {
 		t.Fatalf("rename: %d %s %s", code, out, errOut)
@@ -117,5 +120,25 @@ func TestGenerateCommand(t *testing.T) {
 	}
 	if code, _, errOut := runOut(t, home, "generate", "--from-schema", writeTemp(t, `{"type":"string"}`)); code != ExitInvalid || !strings.Contains(errOut, "object") {
 		t.Errorf("a non-object schema: %d %s", code, errOut)
+	}
+}
+
+// run NAME and plan NAME take the draft when no saved workflow has the
+// name, and say so.
+func TestRunAndPlanADraftByName(t *testing.T) {
+	home := t.TempDir()
+	draft := writeTemp(t, strings.Replace(cliDraft, "${{ inputs.nope }}", "tried", 1))
+	if code, out, errOut := runOut(t, home, "save", "--draft", draft); code != ExitOK {
+		t.Fatalf("save draft: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := runOut(t, home, "run", "tidy")
+	if code != ExitOK || !strings.Contains(out, "succeeded") || !strings.Contains(errOut, "running the draft tidy") {
+		t.Fatalf("run a draft: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runOut(t, home, "plan", "tidy"); code != ExitOK || !strings.Contains(out, "tidy (draft, sha256:") {
+		t.Fatalf("plan a draft: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runOut(t, home, "run", "nowhere"); code == ExitOK || !strings.Contains(errOut, "in the library or in drafts") {
+		t.Fatalf("run neither: %d %s", code, errOut)
 	}
 }

@@ -57,7 +57,11 @@ func planWorkflow(ctx context.Context, cmd *cobra.Command, svc *service.Service,
 			return err
 		}
 	} else if !p.Valid {
-		printReports(out, []fileReport{{File: ref, Valid: false, Version: p.Version, Violations: p.Violations}})
+		file := ref
+		if p.Draft {
+			file += " (draft)"
+		}
+		printReports(out, []fileReport{{File: file, Valid: false, Version: p.Version, Violations: p.Violations}})
 	} else {
 		printPlan(out, p)
 	}
@@ -73,7 +77,11 @@ func printPlan(w io.Writer, p *service.Plan) {
 	if !p.Ready {
 		state = "NOT READY"
 	}
-	fmt.Fprintf(w, "%s (%s): %s\n", p.Name, p.Version, state)
+	what := p.Version
+	if p.Draft {
+		what = "draft, " + what
+	}
+	fmt.Fprintf(w, "%s (%s): %s\n", p.Name, what, state)
 	if len(p.Inputs) > 0 {
 		fmt.Fprintln(w, "inputs:")
 	}

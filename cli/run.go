@@ -46,7 +46,8 @@ func newRunCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run FILE|NAME",
 		Short: "Run a workflow: asks its questions in the terminal, or takes answers from a file",
-		Long: "Run a workflow file, or a workflow of the library by name.\n\n" +
+		Long: "Run a workflow file, or a workflow of the library by name (a name that is only a draft\n" +
+			"runs the draft, and says so).\n\n" +
 			"In a terminal, questions are asked interactively and agent steps show their instructions.\n" +
 			"Otherwise answers come from --answers (a YAML/JSON map of step id to answer); when one is\n" +
 			"missing the run is left waiting and its pause is printed.\n\n" +
@@ -176,6 +177,9 @@ func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) erro
 	l, err := svc.LoadWorkflow(ref)
 	if err != nil {
 		return describe(err)
+	}
+	if l.Draft {
+		fmt.Fprintf(cmd.ErrOrStderr(), "running the draft %s (%s): no saved workflow has that name\n", ref, l.Path)
 	}
 	inputs, answers, err := inputsAndAnswers(o, l.Workflow)
 	if err != nil {

@@ -45,6 +45,9 @@ type Error struct {
 	Workflow string
 	// CurrentVersion is a workflow's version when a write conflicted with it.
 	CurrentVersion string
+	// CurrentRevision is the revision (the hash of the file's bytes) a
+	// write that conflicted would have to expect.
+	CurrentRevision string
 	// Violations lists every problem of an invalid input or answer.
 	Violations []workflow.Violation
 	// Retryable says whether the same call may succeed later.

@@ -1,6 +1,8 @@
 package library
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,29 +68,46 @@ type File struct {
 	Kind    Kind
 	Path    string
 	Content []byte
+	// Version is Options.Version of the content: for workflows, of the
+	// definition, so comments and formatting do not change it.
 	Version string
-	ModTime time.Time
+	// Revision is the SHA-256 of the content's bytes ("sha256:<hex>"):
+	// any edit changes it. Writes check it (WriteOptions.ExpectedVersion).
+	Revision string
+	ModTime  time.Time
+}
+
+// Revision returns the revision of content: "sha256:" and the hex SHA-256
+// of its bytes.
+func Revision(content []byte) string {
+	h := sha256.Sum256(content)
+	return "sha256:" + hex.EncodeToString(h[:])
 }
 
 // ConflictError says a write was refused because the file is not at the
-// version the caller expected (or exists when it should not).
+// revision the caller expected (or exists when it should not).
 type ConflictError struct {
 	Name string
 	Kind Kind
 	// Current is the file's version ("" when there is no file).
 	Current string
-	// Expected is the version the caller gave ("" for none).
+	// CurrentRevision is the file's revision ("" when there is no file):
+	// what a write expecting the file as it is now must give.
+	CurrentRevision string
+	// Expected is the revision the caller gave ("" for none).
 	Expected string
 }
 
 func (e *ConflictError) Error() string {
 	switch {
 	case e.Current == "":
-		return fmt.Sprintf("%s %q no longer exists (expected version %s)", e.Kind, e.Name, e.Expected)
+		return fmt.Sprintf("%s %q no longer exists (expected revision %s)", e.Kind, e.Name, e.Expected)
 	case e.Expected == "":
-		return fmt.Sprintf("%s %q already exists at version %s", e.Kind, e.Name, e.Current)
+		return fmt.Sprintf("%s %q already exists at revision %s (version %s)", e.Kind, e.Name, e.CurrentRevision, e.Current)
+	case e.Expected == e.Current:
+		return fmt.Sprintf("%s %q is at revision %s; %s is its version, which edits of comments and formatting leave as it is, so a write expects the revision", e.Kind, e.Name, e.CurrentRevision, e.Expected)
 	default:
-		return fmt.Sprintf("%s %q is at version %s, not %s", e.Kind, e.Name, e.Current, e.Expected)
+		return fmt.Sprintf("%s %q is at revision %s (version %s), not %s", e.Kind, e.Name, e.CurrentRevision, e.Current, e.Expected)
 	}
 }
 
@@ -209,7 +228,7 @@ func (l *Library) read(k Kind, name, p string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s %q: %w", k, name, err)
 	}
-	return &File{Name: name, Kind: k, Path: p, Content: data, Version: l.o.Version(data), ModTime: info.ModTime()}, nil
+	return &File{Name: name, Kind: k, Path: p, Content: data, Version: l.o.Version(data), Revision: Revision(data), ModTime: info.ModTime()}, nil
 }
 
 // Names lists the valid names of kind k, sorted, once each.
@@ -290,7 +309,9 @@ func isExt(ext string) bool {
 
 // WriteOptions govern replacing an existing file.
 type WriteOptions struct {
-	// ExpectedVersion: write only if the current file is at this version.
+	// ExpectedVersion: write only if the current file is at this
+	// revision (File.Revision: its bytes, so that an edit that leaves the
+	// version as it was, a comment's, is not overwritten unseen).
 	ExpectedVersion string
 	// Overwrite: replace whatever is there.
 	Overwrite bool
@@ -298,9 +319,9 @@ type WriteOptions struct {
 
 // Save writes content as name's file of kind k with extension ext (".yaml"
 // or ".json"). An existing file is replaced only when o.Overwrite is set or
-// o.ExpectedVersion is its version; otherwise the error is a
-// *ConflictError carrying the current version. The replaced file is kept
-// in previous/.
+// o.ExpectedVersion is its revision; otherwise the error is a
+// *ConflictError carrying the current version and revision. The replaced
+// file is kept in previous/.
 func (l *Library) Save(k Kind, name, ext string, content []byte, o WriteOptions) (*File, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
@@ -355,14 +376,14 @@ func (l *Library) current(k Kind, name string, o WriteOptions) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Overwrite || (o.ExpectedVersion != "" && o.ExpectedVersion == f.Version) {
+	if o.Overwrite || (o.ExpectedVersion != "" && o.ExpectedVersion == f.Revision) {
 		return f, nil
 	}
-	return nil, &ConflictError{Name: name, Kind: k, Current: f.Version, Expected: o.ExpectedVersion}
+	return nil, &ConflictError{Name: name, Kind: k, Current: f.Version, CurrentRevision: f.Revision, Expected: o.ExpectedVersion}
 }
 
 // Delete removes name's file of kind k — when expectedVersion is given,
-// only at that version — and keeps it in previous/.
+// only at that revision — and keeps it in previous/.
 func (l *Library) Delete(k Kind, name, expectedVersion string) (*File, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
@@ -388,8 +409,9 @@ func (l *Library) Delete(k Kind, name, expectedVersion string) (*File, error) {
 	return f, nil
 }
 
-// Rename moves saved workflow name to newName: rewrite returns the
-// content with its name changed. The new file is written before the old
+// Rename moves saved workflow name to newName — when expectedVersion is
+// given, only at that revision: rewrite returns the content with its name
+// changed. The new file is written before the old
 // one is removed, so a crash in between leaves both, never neither.
 func (l *Library) Rename(name, newName, expectedVersion string, rewrite func([]byte) ([]byte, error)) (*File, error) {
 	if err := CheckName(name); err != nil {
@@ -417,7 +439,7 @@ func (l *Library) Rename(name, newName, expectedVersion string, rewrite func([]b
 		if err != nil {
 			return nil, err
 		}
-		return nil, &ConflictError{Name: newName, Kind: Saved, Current: cur.Version}
+		return nil, &ConflictError{Name: newName, Kind: Saved, Current: cur.Version, CurrentRevision: cur.Revision}
 	}
 	content, err := rewrite(f.Content)
 	if err != nil {

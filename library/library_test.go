@@ -269,3 +269,60 @@ func TestRenameAndDelete(t *testing.T) {
 		t.Fatalf("the deleted workflow was not kept: %v", kept)
 	}
 }
+
+// semanticVersion ignores comment lines, as the workflow version ignores
+// comments and formatting.
+func semanticVersion(b []byte) string {
+	var kept []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			kept = append(kept, line)
+		}
+	}
+	return version([]byte(strings.Join(kept, "\n")))
+}
+
+// Two edits of the same file that differ only in what the version ignores
+// (comments): the second writer started from the first's content too, so
+// it conflicts — the check covers the file's bytes (its revision), not its
+// version. Saves, renames and deletes alike.
+func TestCommentOnlyEditsConflict(t *testing.T) {
+	dir := t.TempDir()
+	l := New(Options{WorkflowsDir: filepath.Join(dir, "workflows"), DraftsDir: filepath.Join(dir, "drafts"),
+		PreviousDir: filepath.Join(dir, "previous"), Version: semanticVersion})
+	for _, k := range []Kind{Saved, Draft} {
+		f, err := l.Save(k, "w", ".yaml", []byte("# one\nsteps: []\n"), WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Revision != version(f.Content) || f.Version != semanticVersion(f.Content) || f.Revision == f.Version {
+			t.Fatalf("revision %s, version %s", f.Revision, f.Version)
+		}
+		// Both writers read f; both change the comment.
+		a, err := l.Save(k, "w", ".yaml", []byte("# two\nsteps: []\n"), WriteOptions{ExpectedVersion: f.Revision})
+		if err != nil || a.Version != f.Version || a.Revision == f.Revision {
+			t.Fatalf("first edit: %+v %v", a, err)
+		}
+		for _, stale := range []string{f.Revision, f.Version} {
+			_, err = l.Save(k, "w", ".yaml", []byte("# three\nsteps: []\n"), WriteOptions{ExpectedVersion: stale})
+			var ce *ConflictError
+			if !errors.As(err, &ce) || ce.Current != a.Version || ce.CurrentRevision != a.Revision {
+				t.Fatalf("%s: second edit from %s: %v", k, stale, err)
+			}
+			if _, err := l.Delete(k, "w", stale); !errors.As(err, &ce) {
+				t.Fatalf("%s: delete from %s: %v", k, stale, err)
+			}
+			if k == Saved {
+				if _, err := l.Rename("w", "v", stale, func(b []byte) ([]byte, error) { return b, nil }); !errors.As(err, &ce) {
+					t.Fatalf("rename from %s: %v", stale, err)
+				}
+			}
+		}
+		if got, _ := l.Get(k, "w"); string(got.Content) != "# two\nsteps: []\n" {
+			t.Fatalf("%s: the first edit was lost: %q", k, got.Content)
+		}
+		if _, err := l.Delete(k, "w", a.Revision); err != nil {
+			t.Fatalf("%s: delete at the revision: %v", k, err)
+		}
+	}
+}

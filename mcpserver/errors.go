@@ -39,11 +39,13 @@ type ErrorContext struct {
 	Workflow string `json:"workflow,omitempty"`
 	// CurrentVersion is the workflow's version when a save conflicted.
 	CurrentVersion string `json:"current_version,omitempty"`
-	RunID          string `json:"run_id,omitempty"`
-	StepID         string `json:"step_id,omitempty"`
-	Path           string `json:"path,omitempty"`
-	Line           int    `json:"line,omitempty"`
-	Column         int    `json:"column,omitempty"`
+	// CurrentRevision is its revision then: what expected_version takes.
+	CurrentRevision string `json:"current_revision,omitempty"`
+	RunID           string `json:"run_id,omitempty"`
+	StepID          string `json:"step_id,omitempty"`
+	Path            string `json:"path,omitempty"`
+	Line            int    `json:"line,omitempty"`
+	Column          int    `json:"column,omitempty"`
 }
 
 // Error codes of the MCP surface itself (the engine and service have theirs).
@@ -74,7 +76,7 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 		te.ErrorCode, te.Category, te.Message = ee.Code, ee.Category, ee.Message
 		te.Retryable, te.SuggestedAction, te.Violations = ee.Retryable, ee.Suggestion, ee.Violations
 		te.Context.RunID, te.Context.StepID = ee.RunID, ee.StepID
-		te.Context.Workflow, te.Context.CurrentVersion = ee.Workflow, ee.CurrentVersion
+		te.Context.Workflow, te.Context.CurrentVersion, te.Context.CurrentRevision = ee.Workflow, ee.CurrentVersion, ee.CurrentRevision
 		if te.Category == "" {
 			te.Category = engine.CategoryInternal
 		}

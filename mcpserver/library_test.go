@@ -30,6 +30,7 @@ steps:
 type out struct {
 	Name            string           `json:"name"`
 	Version         string           `json:"version"`
+	Revision        string           `json:"revision"`
 	Path            string           `json:"path"`
 	Draft           bool             `json:"draft"`
 	Valid           bool             `json:"valid"`
@@ -98,7 +99,7 @@ func TestAuthorSaveRenameDelete(t *testing.T) {
 	if call(t, cs, "workflow_save", map[string]any{"content": fixed}, &o) || !o.Valid || !o.DraftRemoved || o.Version == "" {
 		t.Fatalf("save fixed: %+v", o)
 	}
-	v1 := o.Version
+	v1, r1 := o.Version, o.Revision
 	o = out{}
 	if !call(t, cs, "workflow_get", map[string]any{"name": "hello", "draft": true}, &o) || o.ErrorCode != "WORKFLOW_NOT_FOUND" {
 		t.Fatalf("the draft is still there: %+v", o)
@@ -106,12 +107,13 @@ func TestAuthorSaveRenameDelete(t *testing.T) {
 	// Saving again without the version is a conflict carrying it.
 	changed := strings.Replace(fixed, "Say hello", "Say hello nicely", 1)
 	o = out{}
-	if !call(t, cs, "workflow_save", map[string]any{"content": changed}, &o) || o.ErrorCode != "VERSION_CONFLICT" || o.Context.CurrentVersion != v1 || o.Category != "conflict" {
+	if !call(t, cs, "workflow_save", map[string]any{"content": changed}, &o) || o.ErrorCode != "VERSION_CONFLICT" || o.Context.CurrentVersion != v1 ||
+		o.Context.CurrentRevision != r1 || o.Category != "conflict" {
 		t.Fatalf("save over without version: %+v", o)
 	}
 	o = out{}
-	if call(t, cs, "workflow_save", map[string]any{"content": changed, "expected_version": v1}, &o) || o.Version == v1 {
-		t.Fatalf("save with version: %+v", o)
+	if call(t, cs, "workflow_save", map[string]any{"content": changed, "expected_version": r1}, &o) || o.Version == v1 || o.Revision == r1 {
+		t.Fatalf("save with revision: %+v", o)
 	}
 	// A run of it, then a rename: the run keeps its version.
 	o = out{}
@@ -332,5 +334,47 @@ func TestWorkflowGenerate(t *testing.T) {
 	}
 	if !call(t, cs, "workflow_generate", map[string]any{"action": "nope"}, &g) || g.ErrorCode != "ACTION_NOT_FOUND" {
 		t.Fatalf("%+v", g)
+	}
+}
+
+// run_start runs a draft by name when no saved workflow has that name, and
+// says so; the wf_ tools expose saved workflows only.
+func TestRunStartRunsADraft(t *testing.T) {
+	e := newEnv(t, Options{ExposeWorkflows: true}, service.Options{})
+	cs := e.connect(nil)
+	trial := "version: 1\nname: trial\nsteps:\n  - id: a\n    uses: log\n    with: {message: trying}\n"
+	var o out
+	if call(t, cs, "workflow_save", map[string]any{"content": trial, "draft": true}, &o) || !o.Draft || !o.Valid {
+		t.Fatalf("save draft: %+v", o)
+	}
+	var run RunResult
+	if call(t, cs, "run_start", map[string]any{"workflow": "trial"}, &run) || run.Status != "succeeded" || !run.Draft || run.Workflow != "trial" {
+		t.Fatalf("run_start of a draft: %+v", run)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_start", Arguments: map[string]any{"workflow": "trial"}})
+	if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "a draft") {
+		t.Fatalf("the summary does not say draft: %+v %v", res, err)
+	}
+	var plan struct {
+		Valid, Draft bool
+	}
+	if call(t, cs, "workflow_plan", map[string]any{"name": "trial"}, &plan) || !plan.Valid || !plan.Draft {
+		t.Fatalf("workflow_plan of a draft: %+v", plan)
+	}
+	for tl, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tl.Name == "wf_trial" {
+			t.Fatal("a draft is exposed as a tool")
+		}
+	}
+	// Saved: the library's workflow runs, not a draft.
+	if call(t, cs, "workflow_save", map[string]any{"content": trial}, &o) {
+		t.Fatalf("save: %+v", o)
+	}
+	run = RunResult{}
+	if call(t, cs, "run_start", map[string]any{"workflow": "trial"}, &run) || run.Status != "succeeded" || run.Draft {
+		t.Fatalf("run_start of a saved workflow: %+v", run)
 	}
 }

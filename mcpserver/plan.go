@@ -13,7 +13,7 @@ import (
 
 // WorkflowPlanIn are workflow_plan's arguments.
 type WorkflowPlanIn struct {
-	Name    string         `json:"name,omitempty" jsonschema:"a library workflow's name; give this or content"`
+	Name    string         `json:"name,omitempty" jsonschema:"a library workflow's name (or a draft's, when no saved workflow has it); give this or content"`
 	Content string         `json:"content,omitempty" jsonschema:"a workflow definition, YAML or JSON text; give this or name"`
 	Inputs  map[string]any `json:"inputs,omitempty" jsonschema:"the input values you would start the run with"`
 }
@@ -39,6 +39,9 @@ func (o WorkflowPlanOut) Summary() string {
 		count[service.DecisionRun], count[service.DecisionSkip], count[service.DecisionRuntime])
 	if n := count[service.DecisionError]; n > 0 {
 		steps += fmt.Sprintf(", %d fail", n)
+	}
+	if p.Draft {
+		steps = "the draft; " + steps
 	}
 	if p.Ready {
 		return fmt.Sprintf("Ready (%s). %s", steps, o.Next)

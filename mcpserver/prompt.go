@@ -29,7 +29,7 @@ func (s *Server) addPrompts() {
 			text := "Author a stepwise workflow for this goal:\n\n" + goal + "\n\n" +
 				"1. The language is attached (stepwise://docs/workflows) with its JSON Schema. Check workflow_list first: an existing workflow may already do it or be a sub-workflow to call.\n" +
 				"2. Declare inputs for what varies; use `ask` steps for what a person decides during the run (secret: true for credentials), `agent` steps with an output_schema for work you will do, `uses` steps for automated actions.\n" +
-				"3. Keep your work as a draft: workflow_save {content, draft: true} stores it even while invalid and returns every violation (each has a path, line, column and often a hint). Fix them and save the draft again (expected_version: the version it returned) until it is valid; workflow_validate {content} checks without saving.\n" +
+				"3. Keep your work as a draft: workflow_save {content, draft: true} stores it even while invalid and returns every violation (each has a path, line, column and often a hint). Fix them and save the draft again (expected_version: the revision it returned) until it is valid; workflow_validate {content} checks without saving.\n" +
 				"4. Preview it with workflow_plan {content, inputs}: which inputs are missing, which steps will run, each step's rendered `with`.\n" +
 				"5. Put it in the library with workflow_save {content} (this removes the draft), then try it with run_start {workflow, inputs}; answer pauses with run_continue."
 			return &mcp.GetPromptResult{Description: "Author a workflow", Messages: append([]*mcp.PromptMessage{userText(text)}, s.languageMessages()...)}, nil
@@ -57,7 +57,7 @@ func (s *Server) addPrompts() {
 					return nil, fmt.Errorf("workflow %q: %w", name, err)
 				}
 				content, v = d.Content, validationLike{valid: d.Valid, violations: d.Violations}
-				save = fmt.Sprintf("workflow_save {content, expected_version: %q}", d.Version)
+				save = fmt.Sprintf("workflow_save {content, expected_version: %q}", d.Revision)
 				if d.Draft {
 					save = "workflow_save {content} (it puts the fixed workflow in the library and removes the draft)"
 				}
@@ -147,7 +147,7 @@ func (s *Server) extendPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*
 		"The current file is attached, with the language. Change as little as possible and keep the file's formatting and comments.\n" +
 		"1. Check your edit with workflow_validate {content}; fix every violation.\n" +
 		"2. Preview it with workflow_plan {content, inputs}: steps, conditions, rendered `with`.\n" +
-		fmt.Sprintf("3. Save it with workflow_save {content, expected_version: %q}. A VERSION_CONFLICT means someone changed it meanwhile: read it again with workflow_get, apply your change to the new content and save with the version it carries.\n", d.Version) +
+		fmt.Sprintf("3. Save it with workflow_save {content, expected_version: %q} (its revision: the hash of the file as you read it). A VERSION_CONFLICT means someone changed it meanwhile: read it again with workflow_get, apply your change to the new content and save with the revision it carries.\n", d.Revision) +
 		"Runs already started keep the version they began with."
 	msgs := []*mcp.PromptMessage{userText(text),
 		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriWorkflows + "/" + d.Name, MIMEType: "application/yaml", Text: d.Content}}}}

@@ -16,7 +16,7 @@ import (
 
 // RunStartIn are run_start's arguments.
 type RunStartIn struct {
-	Workflow    string         `json:"workflow,omitempty" jsonschema:"name of a library workflow (see workflow_list); give this or definition"`
+	Workflow    string         `json:"workflow,omitempty" jsonschema:"name of a library workflow (see workflow_list), or of a draft when no saved workflow has that name; give this or definition"`
 	Definition  string         `json:"definition,omitempty" jsonschema:"an inline workflow definition, YAML or JSON text; give this or workflow"`
 	Inputs      map[string]any `json:"inputs,omitempty" jsonschema:"values of the workflow's declared inputs"`
 	WaitSeconds *float64       `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to finish or pause before returning (default 20, max 300; 0 returns at once)"`
@@ -112,7 +112,7 @@ var runStatuses = []string{store.StatusPending, store.StatusRunning, store.Statu
 
 func (s *Server) addRunTools() {
 	addTool(s, &mcp.Tool{Name: "run_start", Title: "Start a run",
-		Description: "Start a run of a library workflow (workflow) or of an inline definition (definition) with inputs. " +
+		Description: "Start a run of a library workflow (workflow: a saved workflow's name, else a draft's, and the result says draft: true) or of an inline definition (definition) with inputs. " +
 			"Returns {run_id, status, outputs?, pause?, error?} as soon as the run finishes, pauses or wait_seconds pass; " +
 			"a pause carries a token for run_continue; status running means: follow with run_get.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
@@ -131,7 +131,7 @@ func (s *Server) addRunTools() {
 			case in.Workflow != "" && in.Definition != "":
 				return RunResult{}, argumentsError("give workflow or definition, not both")
 			case in.Workflow != "":
-				l, err = s.svc.LoadLibraryWorkflow(in.Workflow)
+				l, err = s.svc.LoadRunnable(in.Workflow)
 			case in.Definition != "":
 				l, err = s.svc.Parse([]byte(in.Definition))
 			default:
@@ -144,7 +144,9 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			return s.await(ctx, req, sub, id, wait, true)
+			res, err := s.await(ctx, req, sub, id, wait, true)
+			res.Draft = l.Draft
+			return res, err
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_continue", Title: "Answer a pause",

@@ -15,6 +15,8 @@ import (
 type RunResult struct {
 	RunID    string `json:"run_id"`
 	Workflow string `json:"workflow,omitempty"`
+	// Draft: run_start ran the draft of that name (no saved workflow has it).
+	Draft bool `json:"draft,omitempty"`
 	// Status is pending | running | waiting | paused | succeeded | failed | canceled.
 	Status  string         `json:"status"`
 	Outputs map[string]any `json:"outputs,omitempty"`
@@ -28,7 +30,11 @@ type RunResult struct {
 
 // Summary implements summarizer.
 func (r RunResult) Summary() string {
-	s := fmt.Sprintf("run %s (%s) %s.", r.RunID, r.Workflow, statusPhrase(r.Status))
+	what := r.Workflow
+	if r.Draft {
+		what += ", a draft"
+	}
+	s := fmt.Sprintf("run %s (%s) %s.", r.RunID, what, statusPhrase(r.Status))
 	if r.Pause != nil {
 		if r.Pause.Kind == engine.KindAgent {
 			s += " It waits for you (agent step " + r.Pause.StepID + ")."

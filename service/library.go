@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"stepwise.dev/stepwise/engine"
@@ -54,8 +55,11 @@ type SaveResult struct {
 	Name    string `json:"name"`
 	Path    string `json:"path"`
 	Version string `json:"version"`
-	Draft   bool   `json:"draft"`
-	Valid   bool   `json:"valid"`
+	// Revision is the hash of the file's bytes: the expected_version of
+	// the next save, rename or delete.
+	Revision string `json:"revision"`
+	Draft    bool   `json:"draft"`
+	Valid    bool   `json:"valid"`
 	// Violations of a draft (a library save has none: it is refused).
 	Violations []workflow.Violation `json:"violations"`
 	// Replaced is the version that was overwritten, if any.
@@ -67,7 +71,8 @@ type SaveResult struct {
 // SaveWorkflow validates and writes a workflow (or a draft). A library
 // save of an invalid workflow writes nothing and returns WORKFLOW_INVALID
 // with the violations; replacing an existing file needs its current
-// version (or Overwrite), else VERSION_CONFLICT carrying the current one.
+// revision as ExpectedVersion (or Overwrite), else VERSION_CONFLICT
+// carrying the current version and revision.
 func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResult, error) {
 	data := []byte(req.Content)
 	res := s.check(data, s.Home.WorkflowsDir())
@@ -110,7 +115,7 @@ func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResul
 	if err != nil {
 		return nil, s.libraryError(err, name)
 	}
-	out := &SaveResult{Name: name, Path: f.Path, Version: f.Version, Draft: req.Draft, Valid: res.Valid(),
+	out := &SaveResult{Name: name, Path: f.Path, Version: f.Version, Revision: f.Revision, Draft: req.Draft, Valid: res.Valid(),
 		Violations: res.Violations, Replaced: replaced}
 	if out.Violations == nil {
 		out.Violations = []workflow.Violation{}
@@ -133,6 +138,13 @@ type RenameResult struct {
 	OldName string `json:"old_name"`
 	Path    string `json:"path"`
 	Version string `json:"version"`
+	// Revision is the renamed file's (its name: line changed).
+	Revision string `json:"revision"`
+	// ReferencedBy names the saved workflows whose steps call the old
+	// name (invalid now), DraftsReferencing the drafts; both sorted, and
+	// null only when the library could not be listed after the rename.
+	ReferencedBy      []string `json:"referenced_by"`
+	DraftsReferencing []string `json:"drafts_referencing"`
 }
 
 // RenameWorkflow renames a saved workflow: its file and its name: field
@@ -151,20 +163,48 @@ func (s *Service) RenameWorkflow(ctx context.Context, name, newName, expectedVer
 	}
 	s.libraryChanged(name)
 	s.libraryChanged(newName)
-	return &RenameResult{Name: newName, OldName: name, Path: f.Path, Version: f.Version}, nil
+	out := &RenameResult{Name: newName, OldName: name, Path: f.Path, Version: f.Version, Revision: f.Revision}
+	// The rename is done: a listing that fails leaves the callers unknown
+	// (null), not the rename failed.
+	if out.ReferencedBy, out.DraftsReferencing, err = s.callers(ctx, name); err != nil {
+		s.log.Warn("renamed a workflow, but could not list the workflows calling its old name", "old_name", name, "name", newName, "err", err)
+	}
+	return out, nil
+}
+
+// callers lists the saved workflows and the drafts whose steps call the
+// workflow name.
+func (s *Service) callers(ctx context.Context, name string) (saved, drafts []string, err error) {
+	ws, err := s.ListLibrary(ctx, ListOptions{IncludeDrafts: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	saved, drafts = []string{}, []string{}
+	for _, w := range ws {
+		if !slices.Contains(w.calls, name) {
+			continue
+		}
+		if w.Draft {
+			drafts = append(drafts, w.Name)
+		} else {
+			saved = append(saved, w.Name)
+		}
+	}
+	return saved, drafts, nil
 }
 
 // DeleteResult is a deleted workflow or draft.
 type DeleteResult struct {
-	Name    string `json:"name"`
-	Draft   bool   `json:"draft"`
-	Version string `json:"version"`
+	Name     string `json:"name"`
+	Draft    bool   `json:"draft"`
+	Version  string `json:"version"`
+	Revision string `json:"revision"`
 	// KeptIn is the directory holding the removed content.
 	KeptIn string `json:"kept_in"`
 }
 
-// DeleteWorkflow removes a saved workflow or a draft (at expectedVersion
-// when given). The content is kept in the home's previous/ directory.
+// DeleteWorkflow removes a saved workflow or a draft (at revision
+// expectedVersion when given). The content is kept in the home's previous/ directory.
 func (s *Service) DeleteWorkflow(ctx context.Context, name string, draft bool, expectedVersion string) (*DeleteResult, error) {
 	kind := library.Saved
 	if draft {
@@ -175,7 +215,7 @@ func (s *Service) DeleteWorkflow(ctx context.Context, name string, draft bool, e
 		return nil, s.libraryError(err, name)
 	}
 	s.libraryChanged(name)
-	return &DeleteResult{Name: name, Draft: draft, Version: f.Version, KeptIn: filepath.Join(s.Home.Dir, "previous")}, nil
+	return &DeleteResult{Name: name, Draft: draft, Version: f.Version, Revision: f.Revision, KeptIn: filepath.Join(s.Home.Dir, "previous")}, nil
 }
 
 // CheckWorkflowName returns the structured error of an unsafe name, nil
@@ -194,14 +234,16 @@ func (s *Service) libraryError(err error, name string) error {
 	switch {
 	case errors.As(err, &ce):
 		e := &engine.Error{Code: CodeVersionConflict, Category: engine.CategoryConflict, Workflow: ce.Name,
-			CurrentVersion: ce.Current, Message: ce.Error(), Err: err}
+			CurrentVersion: ce.Current, CurrentRevision: ce.CurrentRevision, Message: ce.Error(), Err: err}
 		switch {
 		case ce.Current == "":
 			e.Suggestion = "it was removed meanwhile: save without expected_version to create it again"
 		case ce.Expected == "":
-			e.Suggestion = "read it (workflow_get), then save with expected_version set to its current version, or overwrite: true to replace it"
+			e.Suggestion = "read it (workflow_get), then save with expected_version set to its current revision, or overwrite: true to replace it"
+		case ce.Expected == ce.Current:
+			e.Suggestion = "expected_version takes the revision that workflow_get and workflow_save return; if you made your change to the content as it is now (workflow_get), save with expected_version: " + ce.CurrentRevision
 		default:
-			e.Suggestion = "someone changed it: read the current version (workflow_get), merge your change and save with expected_version: " + ce.Current
+			e.Suggestion = "someone changed it: read the current content (workflow_get), merge your change and save with expected_version: " + ce.CurrentRevision
 		}
 		return e
 	case library.IsUnsafe(err):

@@ -37,6 +37,8 @@ type Plan struct {
 	Valid   bool   `json:"valid"`
 	Name    string `json:"name,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Draft: the name was not in the library and this is its draft.
+	Draft bool `json:"draft,omitempty"`
 	// Ready reports whether a run would start now: the workflow is valid,
 	// this engine executes it, and every input resolves to a valid value.
 	Ready bool `json:"ready"`
@@ -80,12 +82,12 @@ type PlanInput struct {
 // workflow is a plan with Valid false, not an error; errors are a workflow
 // that cannot be found or read (an unsafe name is a SECURITY error).
 func (s *Service) Plan(_ context.Context, req PlanRequest) (*Plan, error) {
-	data, dir, err := s.planSource(req)
+	data, dir, draft, err := s.planSource(req)
 	if err != nil {
 		return nil, err
 	}
 	res := s.check(data, dir)
-	p := &Plan{Valid: res.Valid(), Version: res.Version, Violations: []workflow.Violation{}}
+	p := &Plan{Valid: res.Valid(), Version: res.Version, Draft: draft, Violations: []workflow.Violation{}}
 	if res.Workflow != nil {
 		p.Name = res.Workflow.Name
 	}
@@ -123,8 +125,9 @@ func (s *Service) Plan(_ context.Context, req PlanRequest) (*Plan, error) {
 }
 
 // planSource reads the workflow a request names and the directory its
-// sub-workflows are looked up next to.
-func (s *Service) planSource(req PlanRequest) ([]byte, string, error) {
+// sub-workflows are looked up next to; draft reports a name found only in
+// the drafts.
+func (s *Service) planSource(req PlanRequest) (data []byte, dir string, draft bool, err error) {
 	set := 0
 	for _, given := range []bool{req.Name != "", req.Content != nil, req.Ref != ""} {
 		if given {
@@ -132,26 +135,25 @@ func (s *Service) planSource(req PlanRequest) ([]byte, string, error) {
 		}
 	}
 	if set != 1 {
-		return nil, "", errors.New("plan: name exactly one workflow (a library name, content or a file)")
+		return nil, "", false, errors.New("plan: name exactly one workflow (a library name, content or a file)")
 	}
 	if req.Content != nil {
-		return req.Content, "", nil
+		return req.Content, "", false, nil
 	}
 	var p string
-	var err error
 	if req.Name != "" || home.ValidName(req.Ref) {
-		p, err = s.findLibrary(req.Name + req.Ref)
+		p, draft, err = s.findRunnable(req.Name + req.Ref)
 	} else {
 		p, err = s.findRef(req.Ref)
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	data, err := os.ReadFile(p)
+	data, err = os.ReadFile(p)
 	if err != nil {
-		return nil, "", fmt.Errorf("read workflow %s: %w", p, err)
+		return nil, "", false, fmt.Errorf("read workflow %s: %w", p, err)
 	}
-	return data, filepath.Dir(p), nil
+	return data, filepath.Dir(p), draft, nil
 }
 
 // TypedInputs merges given values with text values typed by their

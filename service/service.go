@@ -202,6 +202,9 @@ type Loaded struct {
 	Version    string
 	Definition []byte // canonical JSON
 	Path       string // "" for inline definitions
+	// Draft: the name was not in the library, and this is the draft of
+	// that name (drafts/), loaded for a run or a plan by name.
+	Draft bool
 }
 
 // resolver checks `uses` against the registry and `workflow` against the
@@ -211,6 +214,9 @@ type resolver struct {
 	actions *action.Registry
 	home    *home.Home
 	dir     string
+	// calls, when set, records every sub-workflow name looked up and
+	// whether it was found: what the result depends on besides the file.
+	calls map[string]bool
 }
 
 func (r resolver) HasAction(name string) (bool, []string) { return r.actions.HasAction(name) }
@@ -220,10 +226,11 @@ func (r resolver) InputKeys(name string) (keys, required []string, closed, ok bo
 	return r.actions.InputKeys(name)
 }
 func (r resolver) HasWorkflow(name string) (bool, []string) {
-	if _, err := findSubWorkflow(r.home, r.dir, name); err == nil {
-		return true, nil
+	_, err := findSubWorkflow(r.home, r.dir, name)
+	if r.calls != nil {
+		r.calls[name] = err == nil
 	}
-	return false, nil
+	return err == nil, nil
 }
 
 // findSubWorkflow finds a workflow called by name: in the library, or next
@@ -265,11 +272,37 @@ func (s *Service) subWorkflow(_ context.Context, name, dir string) (*engine.Work
 }
 
 // LoadWorkflow finds a workflow by path or library name and validates it.
+// A name not in the library loads the draft of that name, if any
+// (LoadRunnable).
 func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
+	if home.ValidName(ref) {
+		return s.LoadRunnable(ref)
+	}
 	path, err := s.findRef(ref)
 	if err != nil {
 		return nil, err
 	}
+	return s.loadFile(path)
+}
+
+// findDraft returns the file of the draft called name, or a
+// WORKFLOW_NOT_FOUND that says neither the library nor the drafts have
+// it (notFound is the library lookup's error).
+func (s *Service) findDraft(name string, notFound error) (string, error) {
+	p, err := s.Library.Path(library.Draft, name)
+	if err != nil {
+		return "", s.libraryError(err, name)
+	}
+	if p == "" {
+		return "", &engine.Error{Code: CodeNotFound, Category: engine.CategoryNotFound, Workflow: name,
+			Message: fmt.Sprintf("no workflow %q in the library or in drafts", name), Err: notFound,
+			Suggestion: "list the library with workflow_list (include_drafts for drafts)"}
+	}
+	return p, nil
+}
+
+// loadFile reads and validates a workflow file.
+func (s *Service) loadFile(path string) (*Loaded, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read workflow %s: %w", path, err)

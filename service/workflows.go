@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,17 +23,23 @@ import (
 
 // WorkflowSummary is a library workflow as lists show it.
 type WorkflowSummary struct {
-	Name        string         `json:"name"`
-	Title       string         `json:"title,omitempty"`
-	Description string         `json:"description,omitempty"`
-	Tags        []string       `json:"tags,omitempty"`
-	Version     string         `json:"version"`
-	Valid       bool           `json:"valid"`
-	Inputs      []InputSummary `json:"inputs,omitempty"`
+	Name        string   `json:"name"`
+	Title       string   `json:"title,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	Version     string   `json:"version"`
+	// Revision is the hash of the file's bytes: what a save, rename or
+	// delete gives as expected_version.
+	Revision string         `json:"revision"`
+	Valid    bool           `json:"valid"`
+	Inputs   []InputSummary `json:"inputs,omitempty"`
 	// Path is the file it lives in.
 	Path string `json:"path"`
 	// Draft is set for drafts (which may be invalid).
 	Draft bool `json:"draft,omitempty"`
+
+	// calls are the sub-workflow names it calls (sorted).
+	calls []string
 }
 
 // InputSummary is one declared input.
@@ -93,6 +101,11 @@ type Validation struct {
 
 // summaryCache remembers parsed library files by path, size and
 // modification time, so listing a library re-validates only what changed.
+// A file's validity depends on more than the file: on the sub-workflows it
+// calls being there, and on the actions registered. An entry records
+// both — each called name with whether it was found, and the registry's
+// generation — and is used only while they still hold, whatever process
+// added, renamed or removed the files meanwhile.
 type summaryCache struct {
 	mu      sync.Mutex
 	entries map[string]cachedSummary
@@ -112,6 +125,50 @@ type cachedSummary struct {
 	size    int64
 	modTime time.Time
 	summary WorkflowSummary
+	// calls maps each sub-workflow name the check looked up to whether
+	// it was found; actions is the registry's generation it checked with.
+	calls   map[string]bool
+	actions uint64
+}
+
+// listedNames is what one listing read of the library's directories:
+// by directory, each valid name with whether its file is a plain regular
+// file (found without resolving anything).
+type listedNames map[string]map[string]bool
+
+func (n listedNames) add(dir string, entries []library.Entry) {
+	names := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name] = e.Path != ""
+	}
+	n[filepath.Clean(dir)] = names
+}
+
+// found reports whether a `workflow:` step naming name in a file of dir
+// finds its workflow now, as findSubWorkflow would: from the listed names
+// when they tell, else by looking.
+func (s *Service) found(names listedNames, name, dir string) bool {
+	if !home.ValidName(name) {
+		return false
+	}
+	for _, d := range []string{s.Home.WorkflowsDir(), dir} {
+		listed, ok := names[filepath.Clean(d)]
+		if !ok {
+			break
+		}
+		plain, there := listed[name]
+		if there && plain {
+			return true
+		}
+		if there { // a symlink, say: resolve it
+			break
+		}
+		if d == dir { // in neither directory
+			return false
+		}
+	}
+	_, err := findSubWorkflow(s.Home, dir, name)
+	return err == nil
 }
 
 // ListWorkflows lists the library's workflows sorted by name. A pattern
@@ -151,22 +208,29 @@ func (s *Service) listLibrary(ctx context.Context, o ListOptions) ([]WorkflowSum
 	}
 	out := []WorkflowSummary{}
 	var parsed uint64
+	byKind := make(map[library.Kind][]library.Entry, len(kinds))
+	names := listedNames{}
 	for _, kind := range kinds {
 		entries, err := s.Library.Entries(kind)
 		if err != nil {
 			return nil, 0, err
 		}
-		for _, e := range entries {
+		byKind[kind] = entries
+		names.add(s.Library.Dir(kind), entries)
+	}
+	for _, kind := range kinds {
+		for _, e := range byKind[kind] {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
 			}
 			p := e.Path
 			if p == "" {
+				var err error
 				if p, err = s.Library.Path(kind, e.Name); err != nil || p == "" {
 					continue // an unsafe symlink or a file that vanished: not listed
 				}
 			}
-			sum, fresh, err := s.summarize(p, e.Name)
+			sum, fresh, err := s.summarize(p, e.Name, names)
 			if err != nil {
 				continue
 			}
@@ -208,8 +272,9 @@ func matches(pattern string, w WorkflowSummary) bool {
 }
 
 // summarize returns a library file's summary from the cache, or parses
-// it (parsed is then true) when it is new or its size or time changed.
-func (s *Service) summarize(p, name string) (sum WorkflowSummary, parsed bool, err error) {
+// it (parsed is then true) when it is new, its size or time changed, or
+// what its validity depends on changed (names: what the listing found).
+func (s *Service) summarize(p, name string, names listedNames) (sum WorkflowSummary, parsed bool, err error) {
 	info, err := os.Stat(p)
 	if err != nil {
 		return WorkflowSummary{}, false, err
@@ -220,28 +285,46 @@ func (s *Service) summarize(p, name string) (sum WorkflowSummary, parsed bool, e
 	}
 	c, ok := s.summaries.entries[p]
 	s.summaries.mu.Unlock()
-	if ok && c.size == info.Size() && c.modTime.Equal(info.ModTime()) {
+	dir := filepath.Dir(p)
+	if ok && c.size == info.Size() && c.modTime.Equal(info.ModTime()) && s.stillHolds(c, names, dir) {
 		return c.summary, false, nil
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return WorkflowSummary{}, false, err
 	}
-	res := s.check(data, filepath.Dir(p))
-	sum = summaryOf(res, name, p)
+	actions := s.Actions.Generation()
+	calls := map[string]bool{}
+	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir, calls: calls}})
+	sum = summaryOf(res, name, p, data)
+	sum.calls = slices.Sorted(maps.Keys(calls))
 	s.summaries.mu.Lock()
-	s.summaries.entries[p] = cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum}
+	s.summaries.entries[p] = cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum, calls: calls, actions: actions}
 	s.summaries.gen++
 	s.summaries.mu.Unlock()
 	return sum, true, nil
+}
+
+// stillHolds reports whether what a cached check depended on besides its
+// file is as it was: the registry and each called name's presence.
+func (s *Service) stillHolds(c cachedSummary, names listedNames, dir string) bool {
+	if c.actions != s.Actions.Generation() {
+		return false
+	}
+	for name, was := range c.calls {
+		if s.found(names, name, dir) != was {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Service) check(data []byte, dir string) *workflow.Result {
 	return workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir}})
 }
 
-func summaryOf(res *workflow.Result, name, p string) WorkflowSummary {
-	sum := WorkflowSummary{Name: name, Version: res.Version, Valid: res.Valid(), Path: p}
+func summaryOf(res *workflow.Result, name, p string, data []byte) WorkflowSummary {
+	sum := WorkflowSummary{Name: name, Version: res.Version, Revision: library.Revision(data), Valid: res.Valid(), Path: p}
 	if wf := res.Workflow; wf != nil {
 		sum.Title, sum.Description, sum.Tags = wf.Title, wf.Description, wf.Tags
 		sum.Inputs = InputsOf(wf)
@@ -292,7 +375,7 @@ func (s *Service) GetLibraryEntry(ctx context.Context, name string, draft bool) 
 		return nil, fmt.Errorf("read workflow %q: %w", name, err)
 	}
 	res := s.check(data, filepath.Dir(p))
-	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p), Content: string(data), Violations: res.Violations}
+	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p, data), Content: string(data), Violations: res.Violations}
 	d.Draft = draft
 	if res.Source != nil {
 		if canon, err := workflow.Canonical(res.Source.Value); err == nil {
@@ -347,13 +430,42 @@ func (s *Service) findLibrary(name string) (string, error) {
 	return p, nil
 }
 
-// LoadLibraryWorkflow loads and validates a workflow of the library by
-// name (never a path).
+// LoadLibraryWorkflow loads and validates a saved workflow of the library
+// by name (never a path, never a draft: what --expose-workflows offers).
 func (s *Service) LoadLibraryWorkflow(name string) (*Loaded, error) {
-	if _, err := s.findLibrary(name); err != nil {
+	p, err := s.findLibrary(name)
+	if err != nil {
 		return nil, err
 	}
-	return s.LoadWorkflow(name)
+	return s.loadFile(p)
+}
+
+// LoadRunnable loads a workflow to run by name (never a path): the saved
+// workflow, or else the draft of that name (Loaded.Draft), so that a
+// draft can be tried before it is saved.
+func (s *Service) LoadRunnable(name string) (*Loaded, error) {
+	p, draft, err := s.findRunnable(name)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.loadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	l.Draft = draft
+	return l, nil
+}
+
+// findRunnable is findLibrary falling back to the drafts: draft reports
+// that the file is a draft.
+func (s *Service) findRunnable(name string) (p string, draft bool, err error) {
+	p, err = s.findLibrary(name)
+	var ee *engine.Error
+	if errors.As(err, &ee) && ee.Code == CodeNotFound {
+		p, err = s.findDraft(name, err)
+		return p, err == nil, err
+	}
+	return p, false, err
 }
 
 func statsOf(st store.WorkflowStats) RunStats {
