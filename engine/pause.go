@@ -386,7 +386,7 @@ func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts C
 	case errors.Is(err, token.ErrExpired):
 		return ContinueResult{}, &Error{Code: CodeTokenExpired, Category: CategoryAuth, RunID: claims.RunID, StepID: claims.StepKey,
 			Message: "the token has expired", Err: err,
-			Suggestion: "get a fresh token for the open pause with run_get {\"run_id\": \"" + claims.RunID + "\"} (or `stepwise show " + claims.RunID + "`), then continue with it"}
+			Suggestion: "call run_get {\"run_id\": \"" + claims.RunID + "\"} (or `stepwise show " + claims.RunID + "`): while the pause is open it gives a fresh token to continue with"}
 	case err != nil:
 		return ContinueResult{}, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, Message: "the token is not valid: " + err.Error(), Err: err,
 			Suggestion: "use the token exactly as returned with the pause"}

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,13 +20,7 @@ func numberSessions(t *testing.T) map[string]*mcp.ClientSession {
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 
-	e := newEnv(t, Options{}, service.Options{})
-	in, out := serveStdio(t, e)
-	stdio, err := client.Connect(ctx, &mcp.IOTransport{Reader: out, Writer: in}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stdio.Close() })
+	stdio := stdioClient(t, newEnv(t, Options{}, service.Options{}))
 
 	h := newEnv(t, Options{Version: "test", BaseURL: "http://127.0.0.1"}, service.Options{})
 	hs := httptest.NewServer(h.srv.HTTPHandler(HTTPOptions{}))
@@ -36,6 +31,25 @@ func numberSessions(t *testing.T) map[string]*mcp.ClientSession {
 	}
 	t.Cleanup(func() { _ = web.Close() })
 	return map[string]*mcp.ClientSession{"stdio": stdio, "http": web}
+}
+
+// stdioClient connects a Go SDK client to e's server over pipes the way
+// `serve` serves stdin and stdout (ConnectStdio: quick reads included).
+func stdioClient(t *testing.T, e *env) *mcp.ClientSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ss, err := e.srv.ConnectStdio(context.Background(), inR, outW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = inW.Close(); _ = outR.Close(); _ = ss.Close() })
+	return cs
 }
 
 // continueWith answers the pause of r with value and returns the run
@@ -65,10 +79,17 @@ func TestNumbersAtEveryDepth(t *testing.T) {
 	}
 	for name, cs := range numberSessions(t) {
 		t.Run(name, func(t *testing.T) {
+			args := map[string]any{"definition": string(def), "wait_seconds": 30, "inputs": map[string]any{
+				"spec":  map[string]any{"n": 21, "deep": map[string]any{"xs": []any{1, 2.5}}},
+				"sizes": []any{4, 5},
+				"grid":  []any{3, 4},                    // an array input with an enum of arrays
+				"box":   map[string]any{"w": 3, "h": 4}, // an object input with an enum of objects
+			}}
 			var r RunResult
-			if call(t, cs, "run_start", map[string]any{"definition": string(def), "wait_seconds": 30,
-				"inputs": map[string]any{"spec": map[string]any{"n": 21, "deep": map[string]any{"xs": []any{1, 2.5}}}, "sizes": []any{4, 5}}}, &r) {
-				t.Fatalf("run_start refused: %+v", r)
+			if call(t, cs, "run_start", args, &r) {
+				var refusal map[string]any
+				call(t, cs, "run_start", args, &refusal)
+				t.Fatalf("run_start refused: %v", refusal)
 			}
 			r = continueWith(t, cs, r, map[string]any{"email": "ada@example.com", "start_week": 12, "ratio": 0.5})
 			r = continueWith(t, cs, r, []any{1, 3})
@@ -76,7 +97,7 @@ func TestNumbersAtEveryDepth(t *testing.T) {
 			if r.Status != "succeeded" {
 				t.Fatalf("the run did not finish: %+v", r)
 			}
-			want := map[string]float64{"doubled": 42, "first": 5, "week": 13, "picked": 300, "score": 80, "half": 1.5}
+			want := map[string]float64{"doubled": 42, "first": 5, "week": 13, "picked": 300, "score": 80, "half": 1.5, "area": 16}
 			got, _ := r.Outputs["result"].(map[string]any)
 			for k, w := range want {
 				if g, ok := got[k].(float64); !ok || g != w {

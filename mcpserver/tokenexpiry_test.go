@@ -1,13 +1,10 @@
 package mcpserver
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/service"
 )
@@ -20,13 +17,7 @@ func TestExpiredTokenGetsAFreshOne(t *testing.T) {
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	e := newEnv(t, Options{}, service.Options{Now: now, TokenTTL: time.Hour})
-	in, out := serveStdio(t, e)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.IOTransport{Reader: out, Writer: in}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := stdioClient(t, e)
 
 	var started RunResult
 	if call(t, cs, "run_start", map[string]any{"workflow": "greet"}, &started) || started.Pause == nil {
