@@ -319,7 +319,7 @@ func (e *Engine) autoOne(a *workflow.Ask, q Question, env map[string]any) (any, 
 	if a.Auto != "" {
 		if src, _, err := expr.Condition(string(a.Auto)); err == nil {
 			if v, err := expr.Eval(src, env); err == nil && v != nil {
-				v = toData(normalizeNumber(v))
+				v = normalizeValue(v)
 				if len(checkAnswer(q, v)) == 0 {
 					return v, "auto", "", true
 				}
@@ -385,7 +385,8 @@ func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts C
 	switch {
 	case errors.Is(err, token.ErrExpired):
 		return ContinueResult{}, &Error{Code: CodeTokenExpired, Category: CategoryAuth, RunID: claims.RunID, StepID: claims.StepKey,
-			Message: "the token has expired", Suggestion: "get a fresh token with run_get (or `stepwise show RUN`)", Err: err}
+			Message: "the token has expired", Err: err,
+			Suggestion: "call run_get {\"run_id\": \"" + claims.RunID + "\"} (or `stepwise show " + claims.RunID + "`): while the pause is open it gives a fresh token to continue with"}
 	case err != nil:
 		return ContinueResult{}, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, Message: "the token is not valid: " + err.Error(), Err: err,
 			Suggestion: "use the token exactly as returned with the pause"}
@@ -612,9 +613,11 @@ func alreadyUsed(c token.Claims) error {
 		Message: "this pause was already answered (or the run moved on)", Suggestion: "read the run's current state with run_get"}
 }
 
-// normalizeValue brings a caller's value into the data model.
+// normalizeValue brings a caller's value into the data model at every
+// depth (numbers decoded as json.Number, Go types): the one place values
+// given to the engine (inputs, answers, agent outputs) are normalized.
 func normalizeValue(v any) any {
-	return toData(normalizeNumber(v))
+	return workflow.Normalize(v)
 }
 
 // validateAnswer checks a value against the paused step: question type and
@@ -732,15 +735,45 @@ func (e *Engine) PausesOf(runID string, rows []store.Pause) ([]Pause, error) {
 // pausesOf turns open pause rows into Pauses, with room for extra more.
 func (e *Engine) pausesOf(runID string, rows []store.Pause, extra int) ([]Pause, error) {
 	out := make([]Pause, 0, len(rows)+extra)
+	now := e.now()
 	for _, p := range rows {
 		var req Request
 		if err := json.Unmarshal(p.Request, &req); err != nil {
 			return nil, fmt.Errorf("pause %s/%d: %w", runID, p.Seq, err)
 		}
-		tok := e.signer.Sign(token.Claims{RunID: runID, StepKey: p.StepKey, Seq: p.Seq, Expires: p.ExpiresAt})
-		out = append(out, Pause{Request: req, RunID: runID, Seq: p.Seq, Token: tok, ExpiresAt: p.ExpiresAt})
+		exp := e.tokenExpiry(p.ExpiresAt, now)
+		tok := e.signer.Sign(token.Claims{RunID: runID, StepKey: p.StepKey, Seq: p.Seq, Expires: exp})
+		out = append(out, Pause{Request: req, RunID: runID, Seq: p.Seq, Token: tok, ExpiresAt: exp})
 	}
 	return out, nil
+}
+
+// tokenExpiry is when the token a read of an open pause hands out at now
+// expires. An open pause never expires; its tokens do. The first token
+// expires when the pause row says (its opening plus the token lifetime);
+// once less than half a lifetime is left, reads hand out a token that
+// expires one or more whole lifetimes later, the first such end with at
+// least half a lifetime left. Reads within one such window give the same
+// token. Token expiry has second precision, so the time is in whole
+// seconds, the same the token carries.
+func (e *Engine) tokenExpiry(first, now time.Time) time.Time {
+	exp := first.Truncate(time.Second)
+	if short := now.Add(e.tokenTTL / 2).Sub(exp); short > 0 {
+		step := e.tokenTTL.Round(time.Second)
+		if step < time.Second {
+			step = time.Second
+		}
+		exp = exp.Add(step * (short/step + 1))
+	}
+	return exp
+}
+
+// TokenFresh reports whether a token that expires at exp, handed out with
+// a pause, may still be handed out: at least half a token lifetime left.
+// A caller that keeps a signed Pause reads the pause again when not (its
+// token is signed afresh: see Pauses).
+func (e *Engine) TokenFresh(exp time.Time) bool {
+	return !e.now().Add(e.tokenTTL / 2).After(exp)
 }
 
 // Cancel stops a run: its open pause is closed and it is marked canceled.

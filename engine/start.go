@@ -220,7 +220,7 @@ func (e *Engine) ResolveInputs(wf *workflow.Workflow, given map[string]any) Inpu
 			res.Values[name] = nil
 			continue
 		}
-		v = normalizeNumber(v)
+		v = normalizeValue(v)
 		if probs := workflow.CheckInput(in, v); len(probs) > 0 {
 			for _, p := range probs {
 				shown := fmt.Sprint(v)
@@ -285,24 +285,4 @@ func MaskViolations(mask *secret.Masker, vs []workflow.Violation) []workflow.Vio
 func (e *Engine) resolveInputs(wf *workflow.Workflow, given map[string]any) (map[string]any, map[string]string, []workflow.Violation) {
 	res := e.ResolveInputs(wf, given)
 	return res.Values, res.FromEnv, res.Violations
-}
-
-// normalizeNumber turns json.Number and Go integer types into int64 or
-// float64, the numbers of the data model.
-func normalizeNumber(v any) any {
-	switch x := v.(type) {
-	case int:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case float32:
-		return float64(x)
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
 }

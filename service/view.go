@@ -91,7 +91,9 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 				return v, nil // as pause: a failed read shows no pause
 			}
 		}
-		if !kept {
+		if !kept || (rows.pause != nil && !s.Engine.TokenFresh(rows.pause.ExpiresAt)) {
+			// Signed afresh when read, and when the kept token nears its
+			// expiry: the pause stays open, a read gives a token that works.
 			rows.pause = s.ownPause(id, rows.pauses)
 			s.views.keep(run, rows)
 		}

@@ -38,7 +38,8 @@ type viewRows struct {
 	steps            []store.Step
 	pauses           []store.Pause // read only when the run is waiting
 	// pause is ownPause of pauses, made once: its request decoded, its
-	// token signed (the same claims sign to the same token).
+	// token signed (the same claims sign to the same token); made again
+	// when its token nears its expiry (engine.TokenFresh), as Pauses does.
 	pause *engine.Pause
 }
 

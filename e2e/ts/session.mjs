@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // A scripted MCP session against `stepwise serve`, from the TypeScript SDK:
-// the same session over stdio and over streamable HTTP.
+// the same session over stdio and over streamable HTTP, ending with the
+// README's main example (examples/team-onboarding.yaml) run to completion.
 //
 //   node e2e/ts/session.mjs /path/to/stepwise
 //
@@ -21,7 +22,11 @@ if (!bin) {
   process.exit(2);
 }
 const testdata = resolve(dirname(fileURLToPath(import.meta.url)), "../../mcpserver/testdata");
+const examples = resolve(dirname(fileURLToPath(import.meta.url)), "../../examples");
 const homes = [];
+// team-onboarding declares DIRECTORY_TOKEN (an optional input read from the
+// environment): a server runs it only when allowed to read that variable.
+const serveFlags = ["--allow-env", "DIRECTORY_TOKEN"];
 let label = "";
 
 function fail(what, detail) {
@@ -45,19 +50,21 @@ function withTimeout(promise, ms, what) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-// newHome makes a stepwise home whose library holds greet.yaml.
+// newHome makes a stepwise home whose library holds greet.yaml and the
+// README's example, team-onboarding.yaml.
 function newHome() {
   const home = mkdtempSync(join(tmpdir(), "stepwise-e2e-"));
   homes.push(home);
   mkdirSync(join(home, "workflows"));
   copyFileSync(join(testdata, "greet.yaml"), join(home, "workflows", "greet.yaml"));
+  copyFileSync(join(examples, "team-onboarding.yaml"), join(home, "workflows", "team-onboarding.yaml"));
   return home;
 }
 
 // startHTTP runs `stepwise serve --http 127.0.0.1:0` and returns the URL it
 // prints on stderr (…serving MCP at URL) and the process.
 function startHTTP(home) {
-  const proc = spawn(bin, ["--home", home, "serve", "--http", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(bin, ["--home", home, "serve", "--http", "127.0.0.1:0", ...serveFlags], { stdio: ["ignore", "ignore", "pipe"] });
   const url = new Promise((res, rej) => {
     let buf = "";
     proc.stderr.setEncoding("utf8");
@@ -222,6 +229,43 @@ async function library(client) {
   check(r.isError && r.out.category === "security", "workflow_get ../etc/passwd: security error", r);
 }
 
+// onboarding runs the README's main example to completion, answering
+// every pause as an agent would: the form with start_week as a JSON
+// number, the agent step with its output object.
+async function onboarding(client) {
+  const call = async (name, args) => {
+    const res = await client.callTool({ name, arguments: args });
+    return { isError: res.isError === true, out: res.structuredContent ?? {} };
+  };
+  const answers = {
+    username: "ada",
+    role: "engineer",
+    tools: ["git", "chat"],
+    details: { email: "ada@example.com", start_week: 12 },
+    seat: 7,
+    confirm: true,
+    welcome: { note: "Welcome aboard, Ada! Glad to have you.", buddy: "grace" },
+    review: true,
+  };
+  let r = await call("run_start", { workflow: "team-onboarding" });
+  check(!r.isError && r.out.status === "waiting" && r.out.pause?.step_id === "username",
+    "run_start team-onboarding: waiting on username", r);
+  const asked = [];
+  for (let i = 0; i < 20 && !r.isError && r.out.status === "waiting"; i++) {
+    const step = r.out.pause?.step_id;
+    if (!(step in answers)) fail(`team-onboarding paused on an unexpected step ${step}`, r);
+    asked.push(step);
+    r = await call("run_continue", { token: r.out.pause.token, value: answers[step] });
+    if (step === "details") {
+      check(!r.isError, "run_continue details {email, start_week: 12}: the number is accepted", r);
+    }
+  }
+  const summary = r.out.outputs?.summary;
+  check(!r.isError && r.out.status === "succeeded" && summary?.email === "ada@example.com" && summary?.desk === 7 &&
+    summary?.buddy === "grace" && r.out.outputs?.note === answers.welcome.note,
+    `team-onboarding succeeded over MCP (answered ${asked.join(", ")})`, r);
+}
+
 async function withClient(transport, body) {
   const client = new Client({ name: "stepwise-e2e-ts", version: "1.0.0" });
   await withTimeout(client.connect(transport), 15000, "connect");
@@ -234,9 +278,10 @@ async function withClient(transport, body) {
 
 async function main() {
   label = "stdio";
-  await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve"], stderr: "ignore" }), async (c) => {
+  await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve", ...serveFlags], stderr: "ignore" }), async (c) => {
     await session(c);
     await library(c);
+    await onboarding(c);
   });
 
   label = "http";
@@ -247,6 +292,7 @@ async function main() {
     await withClient(new StreamableHTTPClientTransport(new URL(url)), async (c) => {
       await session(c);
       await library(c);
+      await onboarding(c);
     });
   } finally {
     const p = server.proc;
