@@ -39,7 +39,7 @@ func decodeState(s string) (elicitState, error) {
 		err = json.Unmarshal(b, &st)
 	}
 	if err != nil || st.Root == "" || st.Token == "" {
-		return st, argumentsError("requestState is not one this server issued")
+		return st, argumentsError("requestState", "requestState is not one this server issued")
 	}
 	return st, nil
 }

@@ -103,7 +103,7 @@ func (s *Server) waitFor(w *float64, def time.Duration) (time.Duration, error) {
 		return def, nil
 	}
 	if *w < 0 {
-		return 0, argumentsError("wait_seconds must be 0 or more")
+		return 0, argumentsError("wait_seconds", "wait_seconds must be 0 or more")
 	}
 	return min(time.Duration(*w*float64(time.Second)), maxWait), nil
 }
@@ -129,13 +129,13 @@ func (s *Server) addRunTools() {
 			var l *service.Loaded
 			switch {
 			case in.Workflow != "" && in.Definition != "":
-				return RunResult{}, argumentsError("give workflow or definition, not both")
+				return RunResult{}, argumentsError("workflow", "give workflow or definition, not both")
 			case in.Workflow != "":
 				l, err = s.svc.LoadLibraryWorkflow(in.Workflow)
 			case in.Definition != "":
 				l, err = s.svc.Parse([]byte(in.Definition))
 			default:
-				return RunResult{}, argumentsError("give workflow (a library name) or definition (YAML or JSON text)")
+				return RunResult{}, argumentsError("workflow", "give workflow (a library name) or definition (YAML or JSON text)")
 			}
 			if err != nil {
 				return RunResult{}, err
@@ -162,7 +162,7 @@ func (s *Server) addRunTools() {
 			sub := s.svc.Subscribe()
 			defer sub.Close()
 			if strings.TrimSpace(in.Token) == "" {
-				return RunResult{}, argumentsError("token is required: use the token of the pause exactly as returned")
+				return RunResult{}, argumentsError("token", "token is required: use the token of the pause exactly as returned")
 			}
 			res, err := s.svc.ContinueFromAgent(ctx, in.Token, in.Value)
 			if err != nil {
@@ -209,18 +209,18 @@ func (s *Server) addRunTools() {
 				f.Limit = 20
 			}
 			if f.Limit > 200 {
-				return RunListOut{}, argumentsError("limit is at most 200")
+				return RunListOut{}, argumentsError("limit", "limit is at most 200")
 			}
 			if in.Status != "" {
 				if !slices.Contains(runStatuses, in.Status) {
-					return RunListOut{}, argumentsError(fmt.Sprintf("status %q: use one of %s", in.Status, strings.Join(runStatuses, ", ")))
+					return RunListOut{}, argumentsError("status", fmt.Sprintf("status %q: use one of %s", in.Status, strings.Join(runStatuses, ", ")))
 				}
 				f.Status = []string{in.Status}
 			}
 			runs, nextCursor, err := s.svc.ListRuns(ctx, f)
 			if err != nil {
 				if strings.Contains(err.Error(), "cursor") {
-					return RunListOut{}, argumentsError("cursor is not valid: use next_cursor exactly as returned")
+					return RunListOut{}, argumentsError("cursor", "cursor is not valid: use next_cursor exactly as returned")
 				}
 				return RunListOut{}, err
 			}

@@ -205,7 +205,7 @@ func (s *Service) Events(ctx context.Context, runID string, after int64, limit i
 func runNotFound(id string, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return &engine.Error{Code: engine.CodeRunNotFound, Category: engine.CategoryNotFound, Message: "no run " + id, RunID: id, Err: err,
-			Suggestion: "list runs with `stepwise runs`"}
+			Suggestion: "list the runs and use a run id from the list"}
 	}
 	return err
 }
