@@ -209,7 +209,7 @@ func catalogError(err error, name string) error {
 		if name != "" {
 			msg = "catalog " + name + " cannot be imported"
 		}
-		return &engine.Error{Code: CodeCatalogInvalid, Category: engine.CategoryValidation, Name: name, Message: msg, Violations: vs, Err: err,
+		return &engine.Error{Code: CodeCatalogInvalid, Category: engine.CategoryValidation, Name: name, Argument: "source", Message: msg, Violations: vs, Err: err,
 			Suggestion: "fix what the violations say and import again"}
 	}
 	return err
