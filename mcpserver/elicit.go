@@ -64,7 +64,7 @@ func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub 
 		if err != nil {
 			return RunResult{}, err
 		}
-		res := s.runResult(v, false)
+		res := s.runResult(s.withFailedSteps(ctx, v))
 		if !elicit || round >= maxElicitRounds || v.Status != store.StatusWaiting || v.Pause == nil || req.Session == nil {
 			return res, nil
 		}

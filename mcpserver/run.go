@@ -33,6 +33,8 @@ type RunContinueIn struct {
 type RunGetIn struct {
 	RunID       string   `json:"run_id"`
 	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait up to this long for a running run to finish or pause (default 0, max 300)"`
+	StepsCursor string   `json:"steps_cursor,omitempty" jsonschema:"read the steps page by page with their outputs: steps.next_cursor of a previous result (without it, the last 10 steps are shown)"`
+	StepsLimit  int      `json:"steps_limit,omitempty" jsonschema:"steps per page with steps_cursor (default 10, max 50; a page also stops at 64 KiB of steps, but always holds one)"`
 }
 
 // RunListIn are run_list's arguments.
@@ -186,6 +188,9 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
+			if in.StepsLimit < 0 || in.StepsLimit > service.MaxStepPage {
+				return RunResult{}, argumentsError("steps_limit", fmt.Sprintf("steps_limit is between 1 and %d", service.MaxStepPage))
+			}
 			if wait > 0 {
 				if err := s.watch(ctx, req, in.RunID, wait); err != nil {
 					return RunResult{}, err
@@ -195,7 +200,7 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			return s.runResult(v, true), nil
+			return s.runResultPage(v, true, in.StepsCursor, in.StepsLimit)
 		})
 
 	s.addQuickTool("run_get", getRun, "wait_seconds")
@@ -317,11 +322,11 @@ func (s *Server) addRunTools() {
 }
 
 func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
-	v, err := s.svc.GetRunBrief(ctx, runID) // the result shows no steps
+	v, err := s.svc.GetRunBrief(ctx, runID) // the result shows no steps, but a failed run's
 	if err != nil {
 		return RunResult{}, err
 	}
-	return s.runResult(v, false), nil
+	return s.runResult(s.withFailedSteps(ctx, v)), nil
 }
 
 // watch waits for a run, sending progress notifications when the caller
