@@ -165,6 +165,9 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	}
 
 	expect(CodeArgumentsInvalid, "run_start", map[string]any{})
+	if te := expect(CodeArgumentsInvalid, "run_list", map[string]any{"cursor": "bogus"}); te.Context.Argument != "cursor" {
+		t.Errorf("a bad cursor: %+v", te)
+	}
 	te := expect(service.CodeNotFound, "run_start", map[string]any{"workflow": "greeet"})
 	if !slices.Equal(te.Context.Closest, []string{"greet"}) || !strings.Contains(te.Message, "did you mean greet") {
 		t.Errorf("not found names no closest: %+v", te)

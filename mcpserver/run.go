@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -224,7 +225,7 @@ func (s *Server) addRunTools() {
 			}
 			runs, nextCursor, err := s.svc.ListRuns(ctx, f)
 			if err != nil {
-				if strings.Contains(err.Error(), "cursor") {
+				if errors.Is(err, service.ErrCursorInvalid) {
 					return RunListOut{}, argumentsError("cursor", "cursor is not valid: use next_cursor exactly as returned")
 				}
 				return RunListOut{}, err

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/sqlite"
 )
 
 // RunView is a run as surfaces show it: secrets masked, the open pause with
@@ -182,9 +184,15 @@ func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
 	return v
 }
 
+// ErrCursorInvalid is the error of a run list cursor no list gave.
+var ErrCursorInvalid = errors.New("the cursor is not one a list gave")
+
 // ListRuns lists runs, newest first.
 func (s *Service) ListRuns(ctx context.Context, f store.RunFilter) ([]*RunView, string, error) {
 	runs, next, err := s.Store.ListRuns(ctx, f)
+	if errors.Is(err, sqlite.ErrBadCursor) {
+		return nil, "", fmt.Errorf("%w: %w", ErrCursorInvalid, err)
+	}
 	if err != nil {
 		return nil, "", err
 	}
