@@ -103,6 +103,12 @@ type Error struct {
 	// (an HTTP Retry-After); the engine waits at least that long, within
 	// the step's max_backoff. Zero when the callee said nothing.
 	RetryAfter time.Duration
+	// HTTPStatus is the status of an HTTP response the action did not
+	// expect (0: no response, or not HTTP).
+	HTTPStatus int
+	// ResponseBody is the start of that response's body (at most 512
+	// bytes), with the request's secrets masked.
+	ResponseBody string
 }
 
 func (e *Error) Error() string { return e.Err.Error() }

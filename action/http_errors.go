@@ -38,10 +38,13 @@ func (p *httpInput) statusError(resp *http.Response, head []byte, now time.Time)
 			head = head[:i]
 		}
 	}
-	if ex := excerpt(scrubbed(string(head), p.secrets), more); ex != "" {
+	ex := excerpt(scrubbed(string(head), p.secrets), more)
+	if ex != "" {
 		msg += ": " + ex
 	}
-	return p.fail(retryable, after, "%s", msg)
+	err := p.fail(retryable, after, "%s", msg).(*Error)
+	err.HTTPStatus, err.ResponseBody = code, ex
+	return err
 }
 
 // excerptRead is how much of an unexpected response to read for its

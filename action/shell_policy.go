@@ -56,7 +56,7 @@ type ShellPolicy struct {
 func (p ShellPolicy) Check(program string, env map[string]string) error {
 	if !p.Enabled {
 		return refuse("this server does not run shell commands for its callers; "+
-			"the operator allows them by starting it with `stepwise serve --allow-shell` (any command) or `--allow-shell-cmd %s` (this program only)",
+			"the operator allows them by starting the server with --allow-shell (any command) or --allow-shell-cmd %s (this program only)",
 			flagValue(program))
 	}
 	if len(p.Allow) == 0 {
@@ -64,7 +64,7 @@ func (p ShellPolicy) Check(program string, env map[string]string) error {
 	}
 	if !p.allows(program) {
 		return refuse("%q is not among the programs this server may run (%s); "+
-			"the operator allows it with `stepwise serve --allow-shell-cmd %s`, or every command with --allow-shell",
+			"the operator allows it by starting the server with --allow-shell-cmd %s, or every command with --allow-shell",
 			program, strings.Join(p.Allow, ", "), flagValue(program))
 	}
 	for k := range env {

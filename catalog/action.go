@@ -170,18 +170,20 @@ func sameOrigin(req *http.Request, via []*http.Request) error {
 // operation accepts were not configured.
 func statusError(name, what string, resp *http.Response, body []byte, secrets, missing []string) error {
 	msg := fmt.Sprintf("%s: %s: %s", name, what, resp.Status)
-	if snippet := strings.TrimSpace(string(body)); snippet != "" {
+	snippet := strings.TrimSpace(string(body))
+	if snippet != "" {
 		if len(snippet) > 512 {
-			snippet = snippet[:512] + "…"
+			snippet = strings.ToValidUTF8(snippet[:512], "") + "…"
 		}
-		msg += ": " + masked(snippet, secrets)
+		snippet = masked(snippet, secrets)
+		msg += ": " + snippet
 	}
 	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && len(missing) > 0 {
 		msg += fmt.Sprintf(" (the catalog has no credentials for %s: import it again with auth)", strings.Join(missing, ", "))
 	}
 	retryable, after := action.HTTPRetry(resp, time.Now()) // as the http action
 	msg += action.RetryNote(after)
-	return &action.Error{Err: errors.New(msg), Retryable: retryable, RetryAfter: after}
+	return &action.Error{Err: errors.New(msg), Retryable: retryable, RetryAfter: after, HTTPStatus: resp.StatusCode, ResponseBody: snippet}
 }
 
 // decodeBody is the action's output: JSON decoded, other text as a string.

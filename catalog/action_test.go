@@ -190,6 +190,10 @@ func TestOperationErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "no credentials for api_key") {
 		t.Errorf("401: %v", err)
 	}
+	// The status and the body's start, as fields for the run's error.
+	if ae := (*action.Error)(nil); !errors.As(err, &ae) || ae.HTTPStatus != 401 || ae.ResponseBody != "who are you?" {
+		t.Errorf("401 fields: %#v", ae)
+	}
 
 	// A server that is not there: retryable.
 	srv.Close()

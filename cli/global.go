@@ -95,8 +95,8 @@ func describe(err error) *exitError {
 				b.WriteString(" (hint: " + v.Hint + ")")
 			}
 		}
-		if e.Suggestion != "" && len(e.Violations) == 0 {
-			b.WriteString(" (" + e.Suggestion + ")")
+		if next := nextStep(e); next != "" && len(e.Violations) == 0 {
+			b.WriteString(" (" + next + ")")
 		}
 		code := ExitInvalid
 		if e.Category == engine.CategoryNotFound || e.Category == service.CategorySecurity {

@@ -34,12 +34,13 @@ func (e *Engine) RetryRun(ctx context.Context, runID string, inputs map[string]a
 			return notFound(runID, err)
 		}
 		if rs.run.Status != store.StatusFailed {
-			return &Error{Code: "RUN_NOT_FAILED", Category: CategoryConflict, RunID: runID,
-				Message: fmt.Sprintf("only a failed run can be retried; this one is %s", rs.run.Status)}
+			return &Error{Code: CodeRunNotFailed, Category: CategoryConflict, RunID: runID,
+				Message:    fmt.Sprintf("only a failed run can be retried; this one is %s", rs.run.Status),
+				Suggestion: "fork it from a step to run it again, or start a new run"}
 		}
 		for _, d := range rs.done {
 			if strings.HasPrefix(d.stepID, "compensate:") {
-				return &Error{Code: "RUN_COMPENSATED", Category: CategoryConflict, RunID: runID,
+				return &Error{Code: CodeRunCompensated, Category: CategoryConflict, RunID: runID,
 					Message: "the run's completed steps were compensated, so it cannot continue where it failed", Suggestion: "fork it from its first step"}
 			}
 		}
@@ -54,7 +55,8 @@ func (e *Engine) RetryRun(ctx context.Context, runID string, inputs map[string]a
 			}
 			resolved, fromEnv, vs := e.resolveInputs(rs.wf, merged)
 			if len(vs) > 0 {
-				return &Error{Code: CodeInputInvalid, Category: CategoryValidation, RunID: runID, Message: "invalid inputs for the retry", Violations: vs}
+				return &Error{Code: CodeInputInvalid, Category: CategoryValidation, RunID: runID, Message: "invalid inputs for the retry", Violations: vs,
+					Suggestion: "fix the listed inputs and retry again"}
 			}
 			if c.Run.Inputs, err = e.sealInputs(rs.wf, resolved, fromEnv); err != nil {
 				return err
@@ -96,8 +98,9 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 		}
 	}
 	if from < 0 {
-		return "", &Error{Code: "STEP_NOT_FOUND", Category: CategoryNotFound, RunID: runID,
-			Message: fmt.Sprintf("workflow %s has no top-level step %q (it has %s)", rs.wf.Name, fromStep, strings.Join(ids, ", "))}
+		return "", &Error{Code: CodeStepNotFound, Category: CategoryNotFound, RunID: runID, StepID: fromStep, Argument: "from_step",
+			Message:    fmt.Sprintf("workflow %s has no top-level step %q (it has %s)", rs.wf.Name, fromStep, strings.Join(ids, ", ")),
+			Suggestion: "fork from one of the top-level steps the message lists"}
 	}
 	merged := map[string]any{}
 	for k, v := range rs.inputs {
@@ -110,7 +113,8 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 	}
 	resolved, fromEnv, vs := e.resolveInputs(rs.wf, merged)
 	if len(vs) > 0 {
-		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, RunID: runID, Message: "invalid inputs for the fork", Violations: vs}
+		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, RunID: runID, Message: "invalid inputs for the fork", Violations: vs,
+			Suggestion: "fix the listed inputs and fork again"}
 	}
 	stored, err := e.sealInputs(rs.wf, resolved, fromEnv)
 	if err != nil {
@@ -189,7 +193,7 @@ func (e *Engine) setHeld(ctx context.Context, runID string, hold bool) error {
 		now := e.now().UTC()
 		switch {
 		case hold && store.Finished(run.Status):
-			return &Error{Code: CodeRunFinished, Category: CategoryConflict, RunID: runID, Message: "the run has already finished (" + run.Status + ")"}
+			return runFinished(runID, run.Status)
 		case hold && run.Status == store.StatusPaused, !hold && run.Status != store.StatusPaused:
 			return nil // already so
 		case hold:

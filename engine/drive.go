@@ -475,6 +475,37 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 // stepFailed records a failed step. Unless the step continues on error (or
 // fatal is set), the run fails.
 func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg string, fatal bool) error {
+	return e.stepFailedWith(ctx, rs, sx, msg, fatal, failure{})
+}
+
+// failure is what a failed action said beyond its message.
+type failure struct {
+	httpStatus   int
+	responseBody string
+}
+
+// failureOf reads an action's error.
+func failureOf(err error) failure {
+	var ae *action.Error
+	if !errors.As(err, &ae) {
+		return failure{}
+	}
+	return failure{httpStatus: ae.HTTPStatus, responseBody: ae.ResponseBody}
+}
+
+// RunError is the error a failed run records: the message and, for a
+// step's failure, the step, its action and what an HTTP response said
+// (the body's start, secrets masked).
+type RunError struct {
+	Message      string `json:"message"`
+	StepID       string `json:"step_id,omitempty"`
+	Action       string `json:"action,omitempty"`
+	HTTPStatus   int    `json:"http_status,omitempty"`
+	ResponseBody string `json:"response_body,omitempty"`
+}
+
+// stepFailedWith is stepFailed with what the action said.
+func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec, msg string, fatal bool, f failure) error {
 	now := e.now().UTC()
 	msg = rs.mask.Mask(msg)
 	attempt := max(sx.attempt, 1)
@@ -494,7 +525,8 @@ func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg
 		rs.record(sx.s.ID, r)
 		return nil
 	}
-	runErr, _ := json.Marshal(map[string]any{"message": msg, "step_id": sx.s.ID})
+	runErr, _ := json.Marshal(RunError{Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
+		HTTPStatus: f.httpStatus, ResponseBody: rs.mask.Mask(f.responseBody)})
 	next := rs.next(sx, rs.state.Cursor)
 	if e.needsFinishing(rs) {
 		// Undo what completed, run the on_failure hooks, then fail.
@@ -601,7 +633,7 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 		if e.shouldRetry(s, sx, err) {
 			return e.retryLater(ctx, rs, sx, env, err)
 		}
-		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+		return e.stepFailedWith(ctx, rs, sx, err.Error(), false, failureOf(err))
 	}
 	output := toData(out)
 	if s.Repeat != nil {

@@ -387,7 +387,8 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 
 func notFound(runID string, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return &Error{Code: CodeRunNotFound, Category: CategoryNotFound, Message: "no run " + runID, RunID: runID, Err: err}
+		return &Error{Code: CodeRunNotFound, Category: CategoryNotFound, Message: "no run " + runID, RunID: runID, Err: err,
+			Suggestion: "list the runs and use a run id from the list"}
 	}
 	return err
 }

@@ -21,6 +21,11 @@ const (
 	CodeRunNotWaiting    = "RUN_NOT_WAITING"
 	CodeShuttingDown     = "SHUTTING_DOWN"
 	CodeSecretInClear    = "SECRET_IN_CLEAR"
+	CodeRunNotFailed     = "RUN_NOT_FAILED"
+	CodeRunCompensated   = "RUN_COMPENSATED"
+	CodeRunPaused        = "RUN_PAUSED"
+	CodeStepNotFound     = "STEP_NOT_FOUND"
+	CodeUnsupported      = "WORKFLOW_UNSUPPORTED"
 )
 
 // Categories group error codes (validation | not_found | conflict |
@@ -48,11 +53,22 @@ type Error struct {
 	// CurrentRevision is the revision (the hash of the file's bytes) a
 	// write that conflicted would have to expect.
 	CurrentRevision string
+	// Name is the name the caller gave (a workflow, catalog or action) when
+	// the error is about it.
+	Name string
+	// Argument names the argument or filter the error is about.
+	Argument string
+	// Closest lists known names near a Name that was not found, closest
+	// first.
+	Closest []string
 	// Violations lists every problem of an invalid input or answer.
 	Violations []workflow.Violation
 	// Retryable says whether the same call may succeed later.
 	Retryable bool
-	// Suggestion says what to do next.
+	// Suggestion says what to do next in words that fit every surface: it
+	// names no MCP tool and no CLI command. A surface words its own next
+	// step from Code (mcpserver/errors.go, cli/errors.go) and falls back to
+	// this.
 	Suggestion string
 	Err        error
 }
@@ -77,6 +93,12 @@ func CodeOf(err error) string {
 		return e.Code
 	}
 	return ""
+}
+
+// runFinished is the error of an action on a run that has finished.
+func runFinished(runID, status string) *Error {
+	return &Error{Code: CodeRunFinished, Category: CategoryConflict, RunID: runID, Message: "the run has already finished (" + status + ")",
+		Suggestion: "read its result; to run it again, retry it (a failed run), fork it or start a new run"}
 }
 
 func newError(code, category, format string, args ...any) *Error {

@@ -386,10 +386,10 @@ func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts C
 	case errors.Is(err, token.ErrExpired):
 		return ContinueResult{}, &Error{Code: CodeTokenExpired, Category: CategoryAuth, RunID: claims.RunID, StepID: claims.StepKey,
 			Message: "the token has expired", Err: err,
-			Suggestion: "call run_get {\"run_id\": \"" + claims.RunID + "\"} (or `stepwise show " + claims.RunID + "`): while the pause is open it gives a fresh token to continue with"}
+			Suggestion: "read the run again: while the pause is open it gives a fresh token to continue with"}
 	case err != nil:
 		return ContinueResult{}, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, Message: "the token is not valid: " + err.Error(), Err: err,
-			Suggestion: "use the token exactly as returned with the pause"}
+			Argument: "token", Suggestion: "use the token exactly as returned with the pause"}
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := e.continueOnce(ctx, claims, value, opts)
@@ -405,12 +405,14 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	p, err := e.store.GetPause(ctx, claims.RunID, claims.Seq)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return res, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, RunID: claims.RunID, Message: "the token names a pause that does not exist"}
+			return res, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, RunID: claims.RunID, Argument: "token",
+				Message: "the token names a pause that does not exist", Suggestion: "read the run again for its open pause and that pause's token"}
 		}
 		return res, err
 	}
 	if p.StepKey != claims.StepKey {
-		return res, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, RunID: claims.RunID, Message: "the token does not match the pause"}
+		return res, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, RunID: claims.RunID, Argument: "token",
+			Message: "the token does not match the pause", Suggestion: "read the run again for its open pause and that pause's token"}
 	}
 	if p.Status != store.PauseOpen {
 		return res, alreadyUsed(claims)
@@ -421,8 +423,8 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	}
 	res.ParentID = rs.run.ParentID
 	if rs.run.Status == store.StatusPaused {
-		return res, &Error{Code: "RUN_PAUSED", Category: CategoryConflict, RunID: claims.RunID, Retryable: true,
-			Message: "the run is paused by an operator", Suggestion: "resume it (stepwise resume RUN), then continue with the same token"}
+		return res, &Error{Code: CodeRunPaused, Category: CategoryConflict, RunID: claims.RunID, Retryable: true,
+			Message: "the run is paused by an operator", Suggestion: "resume the run, then continue with the same token"}
 	}
 	if rs.run.Status != store.StatusWaiting {
 		return res, alreadyUsed(claims)
@@ -441,13 +443,13 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 		if value, vs = e.agentSecret(req, value); len(vs) > 0 {
 			return res, &Error{Code: CodeSecretInClear, Category: CategoryValidation, RunID: claims.RunID, StepID: s.ID,
 				Message: "a secret cannot be answered through the agent", Violations: vs,
-				Suggestion: "give an environment reference \"$NAME\" of the server's environment, or let the person answer: the one-time secret page (secret_url) or `stepwise resume " + claims.RunID + "` in a terminal"}
+				Suggestion: "give an environment reference \"$NAME\" of the server's environment, or let the person answer it themselves (a one-time secret page, or a terminal)"}
 		}
 	}
 	value, vs := e.validateAnswer(rs, s, req, value)
 	if len(vs) > 0 {
 		return res, &Error{Code: CodeAnswerInvalid, Category: CategoryValidation, RunID: claims.RunID, StepID: s.ID,
-			Message: "the answer is not valid", Violations: vs, Suggestion: "fix the listed problems and call continue again with the same token"}
+			Message: "the answer is not valid", Violations: vs, Suggestion: "fix the listed problems and answer again with the same token"}
 	}
 	sx := &stepExec{s: s, key: p.StepKey, visit: p.Visit, started: p.CreatedAt, attempt: 1, iteration: 1}
 	now := e.now().UTC()
@@ -610,7 +612,7 @@ func (e *Engine) succeedStepWith(ctx context.Context, rs *runState, sx *stepExec
 
 func alreadyUsed(c token.Claims) error {
 	return &Error{Code: CodeTokenAlreadyUsed, Category: CategoryConflict, RunID: c.RunID, StepID: c.StepKey,
-		Message: "this pause was already answered (or the run moved on)", Suggestion: "read the run's current state with run_get"}
+		Message: "this pause was already answered (or the run moved on)", Suggestion: "read the run's current state"}
 }
 
 // normalizeValue brings a caller's value into the data model at every
@@ -786,7 +788,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 			return notFound(runID, err)
 		}
 		if store.Finished(run.Status) {
-			return &Error{Code: CodeRunFinished, Category: CategoryConflict, RunID: runID, Message: "the run has already finished (" + run.Status + ")"}
+			return runFinished(runID, run.Status)
 		}
 		e.interrupt(runID)
 		now := e.now().UTC()

@@ -41,7 +41,9 @@ type StartRequest struct {
 // nothing.
 func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	if e.isStopping() {
-		return "", newError(CodeShuttingDown, CategoryInternal, "the engine is shutting down")
+		e := newError(CodeShuttingDown, CategoryInternal, "the engine is shutting down")
+		e.Retryable, e.Workflow, e.Suggestion = true, req.Workflow.Name, "call again in a moment, when the server runs again"
+		return "", e
 	}
 	wf := req.Workflow
 	if err := CheckSupported(wf); err != nil {
@@ -50,7 +52,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	inputs, fromEnv, violations := e.resolveInputs(wf, req.Inputs)
 	mask := e.InputSecrets(wf, req.Inputs)
 	if len(violations) > 0 {
-		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, Message: "invalid inputs for workflow " + wf.Name,
+		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, Workflow: wf.Name, Message: "invalid inputs for workflow " + wf.Name,
 			Violations: MaskViolations(mask, violations), Suggestion: "fix the listed inputs and start the run again"}
 	}
 	storedInputs, err := e.sealInputs(wf, inputs, fromEnv)

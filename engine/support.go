@@ -27,7 +27,7 @@ func unsupported(wf *workflow.Workflow) []string {
 }
 
 func unsupportedError(wf *workflow.Workflow, what []string) *Error {
-	return &Error{Code: "WORKFLOW_UNSUPPORTED", Category: CategoryValidation,
+	return &Error{Code: CodeUnsupported, Category: CategoryValidation, Workflow: wf.Name,
 		Message:    fmt.Sprintf("workflow %s uses features this version of the engine does not execute yet: %s", wf.Name, strings.Join(what, ", ")),
 		Suggestion: "the workflow is valid; run it with an engine that supports these features, or remove them"}
 }

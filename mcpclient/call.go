@@ -201,7 +201,7 @@ func (a *Action) request(in map[string]any) (*request, error) {
 	}
 	if s.Command != "" && !a.cfg.AllowInlineCommands {
 		return nil, errors.New("with.command starts a program on this machine, and this server does not allow inline commands " +
-			"(stepwise serve needs --allow-shell); call a server the operator named in servers.yaml with with.server instead")
+			"(the server needs --allow-shell); call a server the operator named in servers.yaml with with.server instead")
 	}
 	req.server = s
 	return req, nil

@@ -8,6 +8,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
 )
 
 // ActionGetIn are action_get's arguments.
@@ -34,7 +35,7 @@ func (s *Server) addActionTools() {
 		func(_ context.Context, _ *mcp.CallToolRequest, in ActionGetIn) (ActionGetOut, error) {
 			a, ok := s.svc.Actions.Get(in.Name)
 			if !ok {
-				return ActionGetOut{}, &engine.Error{Code: "ACTION_NOT_FOUND", Category: engine.CategoryNotFound,
+				return ActionGetOut{}, &engine.Error{Code: service.CodeActionNotFound, Category: engine.CategoryNotFound, Name: in.Name, Argument: "name",
 					Message: fmt.Sprintf("no action named %q", in.Name), Suggestion: "find actions with action_search, or read " + uriActions}
 			}
 			return ActionGetOut{action.InfoOf(a)}, nil

@@ -38,7 +38,7 @@ func (s *Server) confirmDestructive(ctx context.Context, req *mcp.CallToolReques
 		if confirm {
 			return nil
 		}
-		return &engine.Error{Code: CodeConfirmationRequired, Category: engine.CategoryValidation,
+		return &engine.Error{Code: CodeConfirmationRequired, Category: engine.CategoryValidation, Argument: "confirm",
 			Message:    "this would " + what + "; it needs the person's confirmation",
 			Suggestion: "ask the person; if they agree, call again with confirm: true"}
 	}
@@ -65,7 +65,7 @@ func confirmedBy(res *mcp.ElicitResult, what string) error {
 	if res != nil && res.Action == "accept" && res.Content["confirm"] == true {
 		return nil
 	}
-	return &engine.Error{Code: CodeConfirmationDeclined, Category: engine.CategoryValidation,
+	return &engine.Error{Code: CodeConfirmationDeclined, Category: engine.CategoryValidation, Argument: "confirm",
 		Message:    "the person did not confirm: nothing was changed (" + what + ")",
 		Suggestion: "do not retry unless the person asks for it"}
 }

@@ -39,7 +39,7 @@ func decodeState(s string) (elicitState, error) {
 		err = json.Unmarshal(b, &st)
 	}
 	if err != nil || st.Root == "" || st.Token == "" {
-		return st, argumentsError("requestState is not one this server issued")
+		return st, argumentsError("requestState", "requestState is not one this server issued")
 	}
 	return st, nil
 }
@@ -64,7 +64,7 @@ func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub 
 		if err != nil {
 			return RunResult{}, err
 		}
-		res := s.runResult(v, false)
+		res := s.runResult(s.withFailedSteps(ctx, v))
 		if !elicit || round >= maxElicitRounds || v.Status != store.StatusWaiting || v.Pause == nil || req.Session == nil {
 			return res, nil
 		}

@@ -97,7 +97,7 @@ func (s *Server) runExposed(name string) func(context.Context, *mcp.CallToolRequ
 		args := map[string]any{}
 		if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
 			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-				return nil, argumentsError("the arguments must be an object of the workflow's inputs")
+				return nil, argumentsError("", "the arguments must be an object of the workflow's inputs")
 			}
 		}
 		var waitArg *float64
@@ -109,7 +109,7 @@ func (s *Server) runExposed(name string) func(context.Context, *mcp.CallToolRequ
 			if w, ok := args["wait_seconds"]; ok {
 				f, ok := w.(float64)
 				if !ok {
-					return nil, argumentsError("wait_seconds must be a number")
+					return nil, argumentsError("wait_seconds", "wait_seconds must be a number")
 				}
 				waitArg = &f
 				delete(args, "wait_seconds")

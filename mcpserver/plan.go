@@ -95,11 +95,11 @@ func (s *Server) addPlanTool() {
 			req := service.PlanRequest{Name: in.Name, Inputs: in.Inputs}
 			switch {
 			case in.Content != "" && in.Name != "":
-				return WorkflowPlanOut{}, argumentsError("give content or name, not both")
+				return WorkflowPlanOut{}, argumentsError("content", "give content or name, not both")
 			case in.Content != "":
 				req.Content = []byte(in.Content)
 			case in.Name == "":
-				return WorkflowPlanOut{}, argumentsError("give name (a library workflow) or content (YAML or JSON text)")
+				return WorkflowPlanOut{}, argumentsError("name", "give name (a library workflow) or content (YAML or JSON text)")
 			}
 			p, err := s.svc.Plan(ctx, req)
 			if err != nil {

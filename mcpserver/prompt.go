@@ -13,18 +13,30 @@ import (
 	"stepwise.dev/stepwise/workflow"
 )
 
+// addPrompt adds a prompt whose errors are JSON-RPC errors with the
+// structured error as data (promptError).
+func (s *Server) addPrompt(p *mcp.Prompt, h mcp.PromptHandler) {
+	s.mcp.AddPrompt(p, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		res, err := h(ctx, req)
+		if err != nil {
+			return nil, promptError(s.log, p.Name, err)
+		}
+		return res, nil
+	})
+}
+
 func (s *Server) addPrompts() {
-	s.mcp.AddPrompt(&mcp.Prompt{Name: "extend_workflow", Title: "Change a workflow",
+	s.addPrompt(&mcp.Prompt{Name: "extend_workflow", Title: "Change a workflow",
 		Description: "Change a library workflow as described, validate and preview the change, and save it against the version read.",
 		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "the library workflow to change", Required: true},
 			{Name: "change", Description: "what to change, in words", Required: true}}}, s.extendPrompt)
-	s.mcp.AddPrompt(&mcp.Prompt{Name: "author_workflow", Title: "Author a workflow",
+	s.addPrompt(&mcp.Prompt{Name: "author_workflow", Title: "Author a workflow",
 		Description: "Write a new stepwise workflow for a goal, validate it and try it.",
 		Arguments:   []*mcp.PromptArgument{{Name: "goal", Description: "what the workflow should achieve", Required: true}}},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			goal := strings.TrimSpace(req.Params.Arguments["goal"])
 			if goal == "" {
-				return nil, fmt.Errorf("the argument goal is required")
+				return nil, argumentsError("goal", "the argument goal is required")
 			}
 			text := "Author a stepwise workflow for this goal:\n\n" + goal + "\n\n" +
 				"1. The language is attached (stepwise://docs/workflows) with its JSON Schema. Check workflow_list first: an existing workflow may already do it or be a sub-workflow to call.\n" +
@@ -34,7 +46,7 @@ func (s *Server) addPrompts() {
 				"5. Put it in the library with workflow_save {content} (this removes the draft), then try it with run_start {workflow, inputs}; answer pauses with run_continue."
 			return &mcp.GetPromptResult{Description: "Author a workflow", Messages: append([]*mcp.PromptMessage{userText(text)}, s.languageMessages()...)}, nil
 		})
-	s.mcp.AddPrompt(&mcp.Prompt{Name: "fix_workflow", Title: "Fix a workflow",
+	s.addPrompt(&mcp.Prompt{Name: "fix_workflow", Title: "Fix a workflow",
 		Description: "Fix an invalid workflow: a library workflow (name) or a definition (content).",
 		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "a library workflow's name"},
 			{Name: "content", Description: "a workflow definition (YAML or JSON), when it is not in the library"}}},
@@ -44,7 +56,7 @@ func (s *Server) addPrompts() {
 			save := "workflow_save {content} to keep it in the library"
 			switch {
 			case name != "" && content != "":
-				return nil, fmt.Errorf("give name or content, not both")
+				return nil, argumentsError("name", "give name or content, not both")
 			case name != "":
 				d, err := s.svc.GetWorkflow(ctx, name)
 				if err != nil {
@@ -54,7 +66,7 @@ func (s *Server) addPrompts() {
 					}
 				}
 				if err != nil {
-					return nil, fmt.Errorf("workflow %q: %w", name, err)
+					return nil, err
 				}
 				content, v = d.Content, validationLike{valid: d.Valid, violations: d.Violations}
 				save = fmt.Sprintf("workflow_save {content, expected_version: %q}", d.Revision)
@@ -65,7 +77,7 @@ func (s *Server) addPrompts() {
 				r := s.svc.ValidateContent([]byte(content))
 				v = validationLike{valid: r.Valid, violations: r.Violations}
 			default:
-				return nil, fmt.Errorf("give name (a library workflow) or content (a definition)")
+				return nil, argumentsError("name", "give name (a library workflow) or content (a definition)")
 			}
 			var b strings.Builder
 			b.WriteString("Fix this stepwise workflow so that workflow_validate reports it valid, changing as little as possible.\n\n```\n")
@@ -86,14 +98,14 @@ func (s *Server) addPrompts() {
 			b.WriteString("\nValidate the result with workflow_validate {content} and repeat until it is valid, then save it with " + save + ". The language is attached.")
 			return &mcp.GetPromptResult{Description: "Fix a workflow", Messages: append([]*mcp.PromptMessage{userText(b.String())}, s.languageMessages()...)}, nil
 		})
-	s.mcp.AddPrompt(&mcp.Prompt{Name: "run_workflow", Title: "Run a workflow",
+	s.addPrompt(&mcp.Prompt{Name: "run_workflow", Title: "Run a workflow",
 		Description: "Run a library workflow with the person: gather its inputs, start it, answer its pauses.",
 		Arguments:   []*mcp.PromptArgument{{Name: "name", Description: "the library workflow to run", Required: true}}},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			name := strings.TrimSpace(req.Params.Arguments["name"])
 			d, err := s.svc.GetWorkflow(ctx, name)
 			if err != nil {
-				return nil, fmt.Errorf("workflow %q: %w", name, err)
+				return nil, err
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "Run the stepwise workflow %q", d.Name)
@@ -137,11 +149,11 @@ func (s *Server) addPrompts() {
 func (s *Server) extendPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	name, change := strings.TrimSpace(req.Params.Arguments["name"]), strings.TrimSpace(req.Params.Arguments["change"])
 	if name == "" || change == "" {
-		return nil, fmt.Errorf("the arguments name and change are required")
+		return nil, argumentsError("name", "the arguments name and change are required")
 	}
 	d, err := s.svc.GetWorkflow(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("workflow %q: %w", name, err)
+		return nil, err
 	}
 	text := fmt.Sprintf("Change the stepwise workflow %q (version %s) as follows:\n\n%s\n\n", d.Name, d.Version, change) +
 		"The current file is attached, with the language. Change as little as possible and keep the file's formatting and comments.\n" +

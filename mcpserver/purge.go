@@ -53,14 +53,14 @@ func (s *Server) addPurgeTool() {
 			f := service.PurgeFilter{Workflow: in.Workflow}
 			if in.Status != "" {
 				if !slices.Contains(runStatuses, in.Status) {
-					return RunPurgeOut{}, argumentsError(fmt.Sprintf("status %q: use succeeded, failed or canceled", in.Status))
+					return RunPurgeOut{}, argumentsError("status", fmt.Sprintf("status %q: use succeeded, failed or canceled", in.Status))
 				}
 				f.Status = []string{in.Status}
 			}
 			if in.OlderThan != "" {
 				d, err := workflow.ParseDuration(in.OlderThan)
 				if err != nil {
-					return RunPurgeOut{}, argumentsError("older_than: " + err.Error())
+					return RunPurgeOut{}, argumentsError("older_than", "older_than: "+err.Error())
 				}
 				f.OlderThan = d
 			}

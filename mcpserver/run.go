@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,8 @@ type RunContinueIn struct {
 type RunGetIn struct {
 	RunID       string   `json:"run_id"`
 	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait up to this long for a running run to finish or pause (default 0, max 300)"`
+	StepsCursor string   `json:"steps_cursor,omitempty" jsonschema:"read the steps page by page with their outputs: steps.next_cursor of a previous result (without it, the last 10 steps are shown)"`
+	StepsLimit  int      `json:"steps_limit,omitempty" jsonschema:"steps per page with steps_cursor (default 10, max 50; a page also stops at 64 KiB of steps, but always holds one)"`
 }
 
 // RunListIn are run_list's arguments.
@@ -103,7 +106,7 @@ func (s *Server) waitFor(w *float64, def time.Duration) (time.Duration, error) {
 		return def, nil
 	}
 	if *w < 0 {
-		return 0, argumentsError("wait_seconds must be 0 or more")
+		return 0, argumentsError("wait_seconds", "wait_seconds must be 0 or more")
 	}
 	return min(time.Duration(*w*float64(time.Second)), maxWait), nil
 }
@@ -129,13 +132,13 @@ func (s *Server) addRunTools() {
 			var l *service.Loaded
 			switch {
 			case in.Workflow != "" && in.Definition != "":
-				return RunResult{}, argumentsError("give workflow or definition, not both")
+				return RunResult{}, argumentsError("workflow", "give workflow or definition, not both")
 			case in.Workflow != "":
 				l, err = s.svc.LoadRunnable(in.Workflow)
 			case in.Definition != "":
 				l, err = s.svc.Parse([]byte(in.Definition))
 			default:
-				return RunResult{}, argumentsError("give workflow (a library name) or definition (YAML or JSON text)")
+				return RunResult{}, argumentsError("workflow", "give workflow (a library name) or definition (YAML or JSON text)")
 			}
 			if err != nil {
 				return RunResult{}, err
@@ -164,7 +167,7 @@ func (s *Server) addRunTools() {
 			sub := s.svc.Subscribe()
 			defer sub.Close()
 			if strings.TrimSpace(in.Token) == "" {
-				return RunResult{}, argumentsError("token is required: use the token of the pause exactly as returned")
+				return RunResult{}, argumentsError("token", "token is required: use the token of the pause exactly as returned")
 			}
 			res, err := s.svc.ContinueFromAgent(ctx, in.Token, in.Value)
 			if err != nil {
@@ -188,6 +191,9 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
+			if in.StepsLimit < 0 || in.StepsLimit > service.MaxStepPage {
+				return RunResult{}, argumentsError("steps_limit", fmt.Sprintf("steps_limit is between 1 and %d", service.MaxStepPage))
+			}
 			if wait > 0 {
 				if err := s.watch(ctx, req, in.RunID, wait); err != nil {
 					return RunResult{}, err
@@ -197,7 +203,7 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			return s.runResult(v, true), nil
+			return s.runResultPage(v, true, in.StepsCursor, in.StepsLimit)
 		})
 
 	s.addQuickTool("run_get", getRun, "wait_seconds")
@@ -211,18 +217,18 @@ func (s *Server) addRunTools() {
 				f.Limit = 20
 			}
 			if f.Limit > 200 {
-				return RunListOut{}, argumentsError("limit is at most 200")
+				return RunListOut{}, argumentsError("limit", "limit is at most 200")
 			}
 			if in.Status != "" {
 				if !slices.Contains(runStatuses, in.Status) {
-					return RunListOut{}, argumentsError(fmt.Sprintf("status %q: use one of %s", in.Status, strings.Join(runStatuses, ", ")))
+					return RunListOut{}, argumentsError("status", fmt.Sprintf("status %q: use one of %s", in.Status, strings.Join(runStatuses, ", ")))
 				}
 				f.Status = []string{in.Status}
 			}
 			runs, nextCursor, err := s.svc.ListRuns(ctx, f)
 			if err != nil {
-				if strings.Contains(err.Error(), "cursor") {
-					return RunListOut{}, argumentsError("cursor is not valid: use next_cursor exactly as returned")
+				if errors.Is(err, service.ErrCursorInvalid) {
+					return RunListOut{}, argumentsError("cursor", "cursor is not valid: use next_cursor exactly as returned")
 				}
 				return RunListOut{}, err
 			}
@@ -319,11 +325,11 @@ func (s *Server) addRunTools() {
 }
 
 func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
-	v, err := s.svc.GetRunBrief(ctx, runID) // the result shows no steps
+	v, err := s.svc.GetRunBrief(ctx, runID) // the result shows no steps, but a failed run's
 	if err != nil {
 		return RunResult{}, err
 	}
-	return s.runResult(v, false), nil
+	return s.runResult(s.withFailedSteps(ctx, v)), nil
 }
 
 // watch waits for a run, sending progress notifications when the caller

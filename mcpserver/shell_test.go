@@ -103,7 +103,10 @@ func TestShellAllowlistOverMCP(t *testing.T) {
 	if call(t, cs, "run_start", map[string]any{"definition": templated, "inputs": map[string]any{"word": "touch"}}, &run) || run.Status != "failed" {
 		t.Fatalf("templated: %+v", run)
 	}
-	msg, _ := run.Error.(map[string]any)["message"].(string)
+	var msg string
+	if run.Error != nil {
+		msg = run.Error.Message
+	}
 	if !strings.Contains(msg, action.CodeShellNotAllowed) || !strings.Contains(msg, "--allow-shell-cmd touch") {
 		t.Fatalf("run error: %v", run.Error)
 	}

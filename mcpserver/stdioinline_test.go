@@ -387,3 +387,30 @@ func TestQuickAnswersOutliveTheConnectContext(t *testing.T) {
 		t.Fatalf("run_list after the context ended: %s (answered quickly %d)", got, q.answered.Load())
 	}
 }
+
+// run_get's paging arguments reach the handler on the quick way too: the
+// page is the one the SDK gives.
+func TestQuickRunGetPagesSteps(t *testing.T) {
+	sdk, quick, q, _ := quickPair(t, "2025-11-25")
+	started := structuredRun(t, sdk.ask(toolCall(2, `{"name":"run_start","arguments":{"workflow":"greet"}}`)))
+	if started.Pause == nil {
+		t.Fatalf("run_start: %+v", started)
+	}
+	next := structuredRun(t, sdk.ask(toolCall(3, `{"name":"run_continue","arguments":{"token":"`+started.Pause.Token+`","value":"Ada"}}`)))
+	if next.Status != "waiting" {
+		t.Fatalf("run_continue: %+v", next)
+	}
+	line := toolCall(4, `{"name":"run_get","arguments":{"run_id":"`+started.RunID+`","steps_cursor":"s1","steps_limit":1}}`)
+	before := q.answered.Load()
+	want, got := sdk.ask(line), quick.ask(line)
+	if q.answered.Load()-before != 1 {
+		t.Errorf("not answered the quick way")
+	}
+	if got != want {
+		t.Errorf("quick %s\nSDK   %s", got, want)
+	}
+	r := structuredRun(t, got)
+	if r.Steps == nil || len(r.Steps.Page) != 1 || r.Steps.Page[0].ID != "say" || r.Steps.From != 1 || r.Steps.NextCursor != "" || len(r.Steps.Recent) != 0 {
+		t.Errorf("page: %+v", r.Steps)
+	}
+}

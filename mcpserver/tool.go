@@ -67,20 +67,20 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) mcp.Too
 		}
 		var generic any
 		if err := json.Unmarshal(args, &generic); err != nil {
-			return nil, argumentsError("the arguments are not JSON: " + err.Error())
+			return nil, argumentsError("", "the arguments are not JSON: "+err.Error())
 		}
 		resolved, err := resolve()
 		if err != nil {
 			return nil, fmt.Errorf("input schema of %s: %w", t.Name, err)
 		}
 		if err := resolved.Validate(generic); err != nil {
-			return nil, argumentsError("the arguments do not fit the tool's input schema",
+			return nil, argumentsError("", "the arguments do not fit the tool's input schema",
 				workflow.Violation{Rule: "arguments", Message: err.Error()})
 		}
 		dec := json.NewDecoder(bytes.NewReader(args))
 		dec.UseNumber()
 		if err := dec.Decode(&input); err != nil {
-			return nil, argumentsError("the arguments do not fit the tool's input schema: " + err.Error())
+			return nil, argumentsError("", "the arguments do not fit the tool's input schema: "+err.Error())
 		}
 		return h(ctx, req, input)
 	})

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -21,8 +22,11 @@ type RunResult struct {
 	Status  string         `json:"status"`
 	Outputs map[string]any `json:"outputs,omitempty"`
 	Pause   *PauseView     `json:"pause,omitempty"`
-	Error   any            `json:"error,omitempty"`
-	// Steps summarizes the recorded steps (run_get).
+	// Error says why a failed run failed: the message and, when a step
+	// failed, the step, its action and what an HTTP response said.
+	Error *engine.RunError `json:"error,omitempty"`
+	// Steps summarizes the recorded steps (run_get, and every result of a
+	// failed run).
 	Steps *StepSummary `json:"steps,omitempty"`
 	// Next says what to do next, in one sentence.
 	Next string `json:"next"`
@@ -57,15 +61,33 @@ func statusPhrase(status string) string {
 	}
 }
 
-// StepSummary counts recorded steps and shows the last few.
+// StepSummary counts recorded steps and shows the last few, or one page
+// of them.
 type StepSummary struct {
-	Total     int                `json:"total"`
-	Succeeded int                `json:"succeeded"`
-	Failed    int                `json:"failed"`
-	Skipped   int                `json:"skipped"`
-	Recent    []service.StepView `json:"recent,omitempty"`
-	Children  []string           `json:"children,omitempty"`
+	Total     int `json:"total"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	// Recent are the last steps (up to 10), when no steps_cursor was given.
+	Recent []service.StepView `json:"recent,omitempty"`
+	// Page are the steps from the step numbered From (0 is the first), when
+	// run_get was given steps_cursor.
+	Page []service.StepView `json:"page,omitempty"`
+	From int                `json:"from,omitempty"`
+	// NextCursor reads the steps not shown: call run_get with steps_cursor
+	// set to it — from the first step when Recent shows the last ones, else
+	// the page after Page.
+	NextCursor string `json:"next_cursor,omitempty"`
+	// Completed are the ids (keys, in loops and groups) of the steps that
+	// succeeded, in order, and FailedSteps those that failed: a failed
+	// run's results only; at most the last 100 of each.
+	Completed   []string `json:"completed,omitempty"`
+	FailedSteps []string `json:"failed_steps,omitempty"`
+	Children    []string `json:"children,omitempty"`
 }
+
+// maxStepIDs bounds the Completed and FailedSteps lists.
+const maxStepIDs = 100
 
 // PauseView is an open pause as an agent sees it. Secret questions carry
 // no value ever; they say how the person answers them.
@@ -150,11 +172,19 @@ func hasSecret(p *engine.Pause) bool {
 
 // runResult shapes a run view.
 func (s *Server) runResult(v *service.RunView, withSteps bool) RunResult {
+	r, _ := s.runResultPage(v, withSteps, "", 0)
+	return r
+}
+
+// runResultPage shapes a run view with its steps: the last few, or the
+// page that stepsCursor starts (ARGUMENTS_INVALID for a cursor no page
+// gave).
+func (s *Server) runResultPage(v *service.RunView, withSteps bool, stepsCursor string, stepsLimit int) (RunResult, error) {
 	r := RunResult{RunID: v.ID, Workflow: v.Workflow, Status: v.Status, Outputs: v.Outputs, Pause: s.pauseView(v.Pause)}
 	if len(v.Error) > 0 {
-		var e any
+		var e engine.RunError
 		if json.Unmarshal(v.Error, &e) == nil {
-			r.Error = e
+			r.Error = &e
 		}
 	}
 	if withSteps {
@@ -170,13 +200,53 @@ func (s *Server) runResult(v *service.RunView, withSteps bool) RunResult {
 				sum.Skipped++
 			}
 		}
-		const recent = 10
-		from := max(0, len(v.Steps)-recent)
-		sum.Recent = v.Steps[from:]
+		if stepsCursor == "" {
+			from := max(0, len(v.Steps)-service.DefaultStepPage)
+			sum.Recent = v.Steps[from:]
+			if from > 0 {
+				sum.NextCursor = service.StepCursor(0)
+			}
+		} else {
+			p, err := service.PageSteps(v.Steps, stepsCursor, stepsLimit)
+			if err != nil {
+				return RunResult{}, argumentsError("steps_cursor", err.Error())
+			}
+			sum.Page, sum.From, sum.NextCursor = p.Steps, p.From, p.Next
+		}
+		if v.Status == store.StatusFailed {
+			for _, st := range v.Steps {
+				id := st.ID
+				if st.Key != "" {
+					id = st.Key
+				}
+				switch st.Status {
+				case "succeeded":
+					sum.Completed = append(sum.Completed, id)
+				case "failed":
+					sum.FailedSteps = append(sum.FailedSteps, id)
+				}
+			}
+			sum.Completed = sum.Completed[max(0, len(sum.Completed)-maxStepIDs):]
+			sum.FailedSteps = sum.FailedSteps[max(0, len(sum.FailedSteps)-maxStepIDs):]
+		}
 		r.Steps = sum
 	}
 	r.Next = next(r)
-	return r
+	return r, nil
+}
+
+// withFailedSteps is the view a result shows: for a failed run, with its
+// steps (the brief view reads none), so that the result lists what
+// completed and what failed.
+func (s *Server) withFailedSteps(ctx context.Context, v *service.RunView) (*service.RunView, bool) {
+	if v.Status != store.StatusFailed || v.Steps != nil {
+		return v, v.Steps != nil
+	}
+	full, err := s.svc.GetRun(ctx, v.ID)
+	if err != nil {
+		return v, false
+	}
+	return full, true
 }
 
 func next(r RunResult) string {

@@ -99,13 +99,13 @@ func (s *Server) addWorkflowTools() {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowValidateIn) (WorkflowValidateOut, error) {
 			switch {
 			case in.Content != "" && in.Name != "":
-				return WorkflowValidateOut{}, argumentsError("give content or name, not both")
+				return WorkflowValidateOut{}, argumentsError("content", "give content or name, not both")
 			case in.Name != "":
 				v, err := s.svc.ValidateLibrary(in.Name)
 				return WorkflowValidateOut{v}, err
 			case in.Content != "":
 				return WorkflowValidateOut{s.svc.ValidateContent([]byte(in.Content))}, nil
 			}
-			return WorkflowValidateOut{}, argumentsError("give content (YAML or JSON text) or name (a library workflow)")
+			return WorkflowValidateOut{}, argumentsError("content", "give content (YAML or JSON text) or name (a library workflow)")
 		})
 }

@@ -96,7 +96,7 @@ func (p EnvPolicy) UnsetHint(name string) string {
 	if !p.Restricted {
 		return ""
 	}
-	return "the server does not let workflows read it (stepwise serve --allow-env " + name + ")"
+	return "the server does not let workflows read it (the operator allows it by starting the server with --allow-env " + name + ")"
 }
 
 // AllowHint is how an operator allows names, for error messages.
@@ -105,5 +105,5 @@ func AllowHint(names []string) string {
 	for i, n := range names {
 		flags[i] = "--allow-env " + n
 	}
-	return "the operator allows them by starting the server with `stepwise serve " + strings.Join(flags, " ") + "`"
+	return "the operator allows them by starting the server with " + strings.Join(flags, " ")
 }

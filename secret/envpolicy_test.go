@@ -69,7 +69,7 @@ func TestEnvPolicyLookupProperty(t *testing.T) {
 }
 
 func TestAllowHint(t *testing.T) {
-	if got := AllowHint([]string{"A", "B"}); !strings.Contains(got, "stepwise serve --allow-env A --allow-env B") {
+	if got := AllowHint([]string{"A", "B"}); !strings.Contains(got, "starting the server with --allow-env A --allow-env B") {
 		t.Errorf("AllowHint = %q", got)
 	}
 }

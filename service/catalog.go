@@ -186,19 +186,19 @@ func catalogError(err error, name string) error {
 	var ie *catalog.InvalidError
 	switch {
 	case library.IsUnsafe(err):
-		return &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Message: err.Error(), Err: err,
+		return &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name, Message: err.Error(), Err: err,
 			Suggestion: "use a catalog name of lowercase letters, digits, - and _, starting with a letter (no paths)"}
 	case errors.Is(err, catalog.ErrExists):
-		return &engine.Error{Code: CodeCatalogConflict, Category: engine.CategoryConflict, Message: err.Error(), Err: err,
-			Suggestion: "import with overwrite to replace it (its actions change at once), or give another name"}
+		return &engine.Error{Code: CodeCatalogConflict, Category: engine.CategoryConflict, Name: name, Message: err.Error(), Err: err,
+			Suggestion: "import it again with overwrite to replace it (its actions change at once), or give another name"}
 	case errors.Is(err, catalog.ErrNotFound):
-		return &engine.Error{Code: CodeCatalogNotFound, Category: engine.CategoryNotFound, Message: err.Error(), Err: err,
-			Suggestion: "list the catalogs with catalog_list"}
+		return &engine.Error{Code: CodeCatalogNotFound, Category: engine.CategoryNotFound, Name: name, Message: err.Error(), Err: err,
+			Suggestion: "list the catalogs and use a name from the list"}
 	case errors.Is(err, catalog.ErrSecretInClear):
-		return &engine.Error{Code: engine.CodeSecretInClear, Category: CategorySecurity, Message: err.Error(), Err: err,
+		return &engine.Error{Code: engine.CodeSecretInClear, Category: CategorySecurity, Name: name, Argument: "auth", Message: err.Error(), Err: err,
 			Suggestion: "put the secret in an environment variable of the server and give its name as $NAME"}
 	case errors.Is(err, catalog.ErrURLNotAllowed):
-		return &engine.Error{Code: CodeCatalogURLNotAllowed, Category: CategorySecurity, Message: err.Error(), Err: err,
+		return &engine.Error{Code: CodeCatalogURLNotAllowed, Category: CategorySecurity, Name: name, Argument: "source", Message: err.Error(), Err: err,
 			Suggestion: "give a local file path or the document itself, or ask the operator to serve with --allow-catalog-urls"}
 	case errors.As(err, &ie):
 		vs := make([]workflow.Violation, len(ie.Problems))
@@ -209,8 +209,8 @@ func catalogError(err error, name string) error {
 		if name != "" {
 			msg = "catalog " + name + " cannot be imported"
 		}
-		return &engine.Error{Code: CodeCatalogInvalid, Category: engine.CategoryValidation, Message: msg, Violations: vs, Err: err,
-			Suggestion: "fix what the violations say (catalog_validate reports on a document)"}
+		return &engine.Error{Code: CodeCatalogInvalid, Category: engine.CategoryValidation, Name: name, Argument: "source", Message: msg, Violations: vs, Err: err,
+			Suggestion: "fix what the violations say and import again"}
 	}
 	return err
 }

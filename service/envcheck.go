@@ -49,7 +49,7 @@ func (s *Service) checkEnvOf(wfs []*workflow.Workflow) error {
 		names = s.EnvPolicy.Refused(names)
 		return &engine.Error{Code: CodeEnvNotAllowed, Category: CategorySecurity, Workflow: wf.Name, Violations: vs,
 			Message:    fmt.Sprintf("workflow %s reads environment variables this server does not let workflows read: %s", wf.Name, strings.Join(names, ", ")),
-			Suggestion: "run it with the local CLI (stepwise run), or " + secret.AllowHint(names)}
+			Suggestion: "run it from the local command line, or " + secret.AllowHint(names)}
 	}
 	return nil
 }
@@ -80,5 +80,5 @@ func (s *Service) checkCredentials(auth map[string]catalog.Credential) error {
 	names = s.EnvPolicy.Refused(names)
 	return &engine.Error{Code: CodeEnvNotAllowed, Category: CategorySecurity, Violations: vs,
 		Message:    "the catalog's credentials name environment variables this server does not let workflows read: " + strings.Join(names, ", "),
-		Suggestion: "import it with the local CLI (stepwise catalog import), or " + secret.AllowHint(names)}
+		Suggestion: "import it from the local command line, or " + secret.AllowHint(names)}
 }

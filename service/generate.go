@@ -15,24 +15,30 @@ type Generated struct {
 	Validation
 }
 
+// CodeActionNotFound is the error of an action name no action has.
+const CodeActionNotFound = "ACTION_NOT_FOUND"
+
 // GenerateWorkflow writes a question flow from a JSON Schema object, or —
 // when action is given — from that action's input schema, followed by the
 // step that calls it. The result is validated (it is meant to be valid;
 // violations are returned, not hidden).
 func (s *Service) GenerateWorkflow(schema []byte, actionName string, o generate.Options) (*Generated, error) {
 	if (len(schema) == 0) == (actionName == "") {
-		return nil, &engine.Error{Code: "ARGUMENTS_INVALID", Category: engine.CategoryValidation,
-			Message: "give a JSON Schema or an action, not both or neither"}
+		return nil, &engine.Error{Code: "ARGUMENTS_INVALID", Category: engine.CategoryValidation, Argument: "schema",
+			Message: "give a JSON Schema or an action, not both or neither", Suggestion: "give exactly one of them"}
 	}
 	if actionName != "" {
 		a, ok := s.Actions.Get(actionName)
 		if !ok {
-			return nil, &engine.Error{Code: "ACTION_NOT_FOUND", Category: engine.CategoryNotFound, Message: fmt.Sprintf("no action named %q", actionName)}
+			return nil, &engine.Error{Code: CodeActionNotFound, Category: engine.CategoryNotFound, Name: actionName, Argument: "action",
+				Message: fmt.Sprintf("no action named %q", actionName), Closest: closestNames(actionName, s.Actions.Names()),
+				Suggestion: "search the actions and use a name from the results"}
 		}
 		info := action.InfoOf(a)
 		if info.InputSchema == nil {
-			return nil, &engine.Error{Code: "ACTION_UNDESCRIBED", Category: engine.CategoryValidation,
-				Message: fmt.Sprintf("action %q declares no input schema to ask from", actionName)}
+			return nil, &engine.Error{Code: "ACTION_UNDESCRIBED", Category: engine.CategoryValidation, Name: actionName, Argument: "action",
+				Message:    fmt.Sprintf("action %q declares no input schema to ask from", actionName),
+				Suggestion: "generate from a JSON Schema of the inputs instead"}
 		}
 		b, err := json.Marshal(info.InputSchema)
 		if err != nil {
@@ -51,7 +57,7 @@ func (s *Service) GenerateWorkflow(schema []byte, actionName string, o generate.
 	}
 	content, err := generate.FromSchema(schema, o)
 	if err != nil {
-		return nil, &engine.Error{Code: "SCHEMA_UNSUPPORTED", Category: engine.CategoryValidation, Message: err.Error(),
+		return nil, &engine.Error{Code: "SCHEMA_UNSUPPORTED", Category: engine.CategoryValidation, Argument: "schema", Message: err.Error(),
 			Suggestion: "give an object schema with properties"}
 	}
 	return &Generated{Content: string(content), Validation: s.ValidateContent(content)}, nil

@@ -80,15 +80,16 @@ func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResul
 	if wf := res.Workflow; wf != nil && wf.Name != "" {
 		if req.Name != "" && req.Name != wf.Name {
 			return nil, &engine.Error{Code: CodeNameMismatch, Category: engine.CategoryValidation, Workflow: wf.Name,
+				Name: req.Name, Argument: "name",
 				Message:    fmt.Sprintf("the content is workflow %q, not %q", wf.Name, req.Name),
-				Suggestion: "leave out name, or make it equal to the content's name: field (use workflow_rename to rename)"}
+				Suggestion: "leave out the name, or make it equal to the content's name: field (rename the workflow to change its name)"}
 		}
 		name = wf.Name
 	}
 	if name == "" {
-		return nil, &engine.Error{Code: CodeNameMissing, Category: engine.CategoryValidation, Violations: res.Violations,
+		return nil, &engine.Error{Code: CodeNameMissing, Category: engine.CategoryValidation, Violations: res.Violations, Argument: "name",
 			Message:    "the workflow has no readable name",
-			Suggestion: "add a top-level name: field (or, for a draft that does not parse yet, pass name)"}
+			Suggestion: "add a top-level name: field (or, for a draft that does not parse yet, give its name)"}
 	}
 	if err := library.CheckName(name); err != nil {
 		return nil, s.libraryError(err, name)
@@ -97,7 +98,7 @@ func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResul
 		return nil, &engine.Error{Code: engine.CodeWorkflowInvalid, Category: engine.CategoryValidation, Workflow: name,
 			Message:    fmt.Sprintf("workflow %q is invalid: nothing was saved", name),
 			Violations: res.Violations,
-			Suggestion: "fix the violations and save again, or save it as a draft (draft: true) meanwhile"}
+			Suggestion: "fix the violations and save again, or save it as a draft meanwhile"}
 	}
 	ext := ".yaml"
 	if res.Source != nil && res.Source.Format == "json" {
@@ -237,24 +238,24 @@ func (s *Service) libraryError(err error, name string) error {
 			CurrentVersion: ce.Current, CurrentRevision: ce.CurrentRevision, Message: ce.Error(), Err: err}
 		switch {
 		case ce.Current == "":
-			e.Suggestion = "it was removed meanwhile: save without expected_version to create it again"
+			e.Suggestion = "it was removed meanwhile: save it without an expected version to create it again"
 		case ce.Expected == "":
-			e.Suggestion = "read it (workflow_get), then save with expected_version set to its current revision, or overwrite: true to replace it"
+			e.Suggestion = "read it, then save with its current revision as the expected version, or overwrite it"
 		case ce.Expected == ce.Current:
-			e.Suggestion = "expected_version takes the revision that workflow_get and workflow_save return; if you made your change to the content as it is now (workflow_get), save with expected_version: " + ce.CurrentRevision
+			e.Suggestion = "the expected version takes the revision (the hash of the file's bytes) that reading or saving a workflow returns; if you made your change to the content as it is now, save with the expected version " + ce.CurrentRevision
 		default:
-			e.Suggestion = "someone changed it: read the current content (workflow_get), merge your change and save with expected_version: " + ce.CurrentRevision
+			e.Suggestion = "someone changed it: read the current content, merge your change and save with the expected version " + ce.CurrentRevision
 		}
 		return e
 	case library.IsUnsafe(err):
-		return &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Message: err.Error(), Err: err,
-			Suggestion: "use a library name (lowercase letters, digits, - and _; no paths) as workflow_list shows them"}
+		return &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name, Message: err.Error(), Err: err,
+			Suggestion: "use a library name (lowercase letters, digits, - and _; no paths) as the library lists them"}
 	case errors.Is(err, library.ErrNotFound):
-		return &engine.Error{Code: CodeNotFound, Category: engine.CategoryNotFound, Workflow: name, Message: err.Error(), Err: err,
-			Suggestion: "list the library with workflow_list (include_drafts for drafts)"}
+		return s.workflowNotFound(name, err.Error(), err)
 	case errors.As(err, &ve):
 		return &engine.Error{Code: engine.CodeWorkflowInvalid, Category: engine.CategoryValidation, Workflow: name,
-			Message: "the workflow does not parse", Violations: ve.Violations, Err: err}
+			Message: "the workflow does not parse", Violations: ve.Violations, Err: err,
+			Suggestion: "fix the listed violations and try again"}
 	}
 	return err
 }

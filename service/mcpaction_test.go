@@ -294,7 +294,7 @@ steps:
 		envInput[k] = v
 	}
 	run := runUntilStopped(t, svc, def, map[string]any{"command": command, "env": envInput})
-	if run.Status != store.StatusFailed || !strings.Contains(string(run.Error), "does not allow inline commands (stepwise serve needs --allow-shell)") {
+	if run.Status != store.StatusFailed || !strings.Contains(string(run.Error), "does not allow inline commands (the server needs --allow-shell)") {
 		t.Fatalf("run %s: %s", run.Status, run.Error)
 	}
 	if started, _, _ := mcpclienttest.Lives(lives); len(started) != 0 {

@@ -37,7 +37,7 @@ type PurgeFilter struct {
 // run is never touched. A purged run is RUN_NOT_FOUND afterwards.
 func (s *Service) PurgeRuns(ctx context.Context, f PurgeFilter) (store.PurgeResult, error) {
 	if f.OlderThan < 0 {
-		return store.PurgeResult{}, filterInvalid(fmt.Sprintf("older than %s: the age must not be negative", f.OlderThan), nil)
+		return store.PurgeResult{}, filterInvalid("older_than", fmt.Sprintf("older than %s: the age must not be negative", f.OlderThan), nil)
 	}
 	sf := store.PurgeFilter{Workflow: f.Workflow, Status: f.Status, Keep: f.Keep, DryRun: f.DryRun}
 	if f.OlderThan > 0 {
@@ -45,12 +45,17 @@ func (s *Service) PurgeRuns(ctx context.Context, f PurgeFilter) (store.PurgeResu
 	}
 	res, err := s.Store.PurgeRuns(ctx, sf)
 	if errors.Is(err, store.ErrInvalidFilter) {
-		return res, filterInvalid(err.Error(), err)
+		arg := "status"
+		if f.Keep < 0 {
+			arg = "keep"
+		}
+		return res, filterInvalid(arg, err.Error(), err)
 	}
 	return res, err
 }
 
-func filterInvalid(msg string, err error) error {
-	return &engine.Error{Code: CodeFilterInvalid, Category: engine.CategoryValidation, Message: msg, Err: err,
+// filterInvalid is the error of a purge filter; arg names the filter.
+func filterInvalid(arg, msg string, err error) error {
+	return &engine.Error{Code: CodeFilterInvalid, Category: engine.CategoryValidation, Argument: arg, Message: msg, Err: err,
 		Suggestion: "purge selects finished runs only: give status succeeded, failed or canceled (or none), and a positive age"}
 }

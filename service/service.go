@@ -320,11 +320,13 @@ func (s *Service) loadFile(path string) (*Loaded, error) {
 func (s *Service) findRef(ref string) (string, error) {
 	path, err := s.Home.FindWorkflow(ref)
 	if err != nil {
-		code, cat := "WORKFLOW_NOT_FOUND", engine.CategoryNotFound
 		if errors.Is(err, home.ErrUnsafeName) {
-			code, cat = "UNSAFE_NAME", "security"
+			return "", &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: ref, Message: err.Error(), Err: err,
+				Suggestion: "give a workflow file's path or a name of the library"}
 		}
-		return "", &engine.Error{Code: code, Category: cat, Message: err.Error(), Err: err}
+		e := s.workflowNotFound(ref, err.Error(), err)
+		e.Suggestion = "give a workflow file's path or a name of the library"
+		return "", e
 	}
 	return path, nil
 }
@@ -341,7 +343,7 @@ func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
 		}
 		return nil, &engine.Error{Code: engine.CodeWorkflowInvalid, Category: engine.CategoryValidation,
 			Message: what, Violations: res.Violations,
-			Suggestion: "fix the listed violations (stepwise validate shows them with positions)"}
+			Suggestion: "fix the listed violations and load it again"}
 	}
 	def, err := workflow.Canonical(res.Source.Value)
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *Service) checkShellOf(wfs []*workflow.Workflow) error {
 			}
 			return &engine.Error{Code: action.CodeShellNotAllowed, Category: CategorySecurity, Workflow: wf.Name, StepID: u.id,
 				Message:    fmt.Sprintf("workflow %s runs a shell command in %s: %s", wf.Name, u.where, refusal.Reason),
-				Suggestion: "run it with the local CLI (stepwise run), or ask the operator to start the server with --allow-shell or --allow-shell-cmd NAME"}
+				Suggestion: "run it from the local command line, or ask the operator to start the server with --allow-shell or --allow-shell-cmd NAME"}
 		}
 	}
 	return nil

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/sqlite"
 )
 
 // RunView is a run as surfaces show it: secrets masked, the open pause with
@@ -182,9 +186,15 @@ func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
 	return v
 }
 
+// ErrCursorInvalid is the error of a run list cursor no list gave.
+var ErrCursorInvalid = errors.New("the cursor is not one a list gave")
+
 // ListRuns lists runs, newest first.
 func (s *Service) ListRuns(ctx context.Context, f store.RunFilter) ([]*RunView, string, error) {
 	runs, next, err := s.Store.ListRuns(ctx, f)
+	if errors.Is(err, sqlite.ErrBadCursor) {
+		return nil, "", fmt.Errorf("%w: %w", ErrCursorInvalid, err)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -207,7 +217,61 @@ func (s *Service) Events(ctx context.Context, runID string, after int64, limit i
 func runNotFound(id string, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return &engine.Error{Code: engine.CodeRunNotFound, Category: engine.CategoryNotFound, Message: "no run " + id, RunID: id, Err: err,
-			Suggestion: "list runs with `stepwise runs`"}
+			Suggestion: "list the runs and use a run id from the list"}
 	}
 	return err
+}
+
+// StepPage is one page of a run's recorded steps.
+type StepPage struct {
+	Steps []StepView
+	// From is the index of the page's first step among all of the run's.
+	From int
+	// Next reads the steps after this page ("" when it ends the list).
+	Next string
+}
+
+// Step pages are bounded: at most MaxStepPage steps, and no more steps
+// than fit stepPageBytes of JSON once the first is in (a step's output is
+// never cut, so every output can be read).
+const (
+	DefaultStepPage = 10
+	MaxStepPage     = 50
+	stepPageBytes   = 64 << 10
+)
+
+// ErrStepCursor is the error of a step cursor that is not one a page gave.
+var ErrStepCursor = errors.New("the steps cursor is not valid: use next_cursor exactly as returned")
+
+// StepCursor is the cursor of the page that starts at the index-th step.
+func StepCursor(index int) string { return "s" + strconv.Itoa(index) }
+
+// PageSteps returns the page of steps that cursor starts ("" for the
+// first), at most limit steps (DefaultStepPage when 0, at most MaxStepPage).
+func PageSteps(steps []StepView, cursor string, limit int) (StepPage, error) {
+	from := 0
+	if cursor != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(cursor, "s"))
+		if err != nil || !strings.HasPrefix(cursor, "s") || n < 0 || n > len(steps) {
+			return StepPage{}, ErrStepCursor
+		}
+		from = n
+	}
+	if limit <= 0 {
+		limit = DefaultStepPage
+	}
+	limit = min(limit, MaxStepPage)
+	p := StepPage{From: from}
+	size := 0
+	for i := from; i < len(steps) && len(p.Steps) < limit; i++ {
+		b, _ := json.Marshal(steps[i])
+		if size += len(b); len(p.Steps) > 0 && size > stepPageBytes {
+			break
+		}
+		p.Steps = append(p.Steps, steps[i])
+	}
+	if end := from + len(p.Steps); end < len(steps) {
+		p.Next = StepCursor(end)
+	}
+	return p, nil
 }

@@ -192,7 +192,7 @@ type ListOptions struct {
 func (s *Service) ListLibrary(ctx context.Context, o ListOptions) ([]WorkflowSummary, error) {
 	if o.Pattern != "" {
 		if _, err := path.Match(o.Pattern, ""); err != nil {
-			return nil, &engine.Error{Code: "PATTERN_INVALID", Category: engine.CategoryValidation, Message: fmt.Sprintf("pattern %q: %v", o.Pattern, err),
+			return nil, &engine.Error{Code: "PATTERN_INVALID", Category: engine.CategoryValidation, Argument: "pattern", Message: fmt.Sprintf("pattern %q: %v", o.Pattern, err),
 				Suggestion: "use a glob such as deploy-* or a plain word"}
 		}
 	}
@@ -415,17 +415,17 @@ func workflowName(res *workflow.Result, fallback string) string {
 // reach a server must not name arbitrary files).
 func (s *Service) findLibrary(name string) (string, error) {
 	if !home.ValidName(name) {
-		return "", &engine.Error{Code: "UNSAFE_NAME", Category: "security",
+		return "", &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name,
 			Message:    fmt.Sprintf("%q is not a workflow name: names match ^[a-z0-9][a-z0-9_-]{0,63}$ (no paths)", name),
-			Suggestion: "list the library with workflow_list and use a name from it"}
+			Suggestion: "list the library and use a name from it"}
 	}
 	p, err := s.Home.FindWorkflow(name)
 	if err != nil {
 		if errors.Is(err, home.ErrUnsafeName) {
-			return "", &engine.Error{Code: "UNSAFE_NAME", Category: "security", Message: err.Error(), Err: err}
+			return "", &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name, Message: err.Error(), Err: err,
+				Suggestion: "list the library and use a name from it"}
 		}
-		return "", &engine.Error{Code: "WORKFLOW_NOT_FOUND", Category: engine.CategoryNotFound, Message: fmt.Sprintf("no workflow %q in the library", name), Err: err,
-			Suggestion: "list the library with workflow_list"}
+		return "", s.workflowNotFound(name, "", err)
 	}
 	return p, nil
 }

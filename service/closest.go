@@ -1,0 +1,88 @@
+package service
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/library"
+)
+
+// maxClosest bounds the names a not-found error suggests.
+const maxClosest = 3
+
+// closestNames returns up to maxClosest of names near name, closest first:
+// those within a few edits (a third of the longer name, at least 2) or that
+// contain it or are contained in it.
+func closestNames(name string, names []string) []string {
+	type scored struct {
+		name string
+		d    int
+	}
+	var near []scored
+	for _, n := range names {
+		if n == name {
+			continue
+		}
+		d := editDistance(name, n)
+		limit := max(2, max(len(name), len(n))/3)
+		if d > limit && (len(name) < 3 || !strings.Contains(n, name) && !strings.Contains(name, n)) {
+			continue
+		}
+		near = append(near, scored{n, d})
+	}
+	slices.SortStableFunc(near, func(a, b scored) int {
+		if a.d != b.d {
+			return a.d - b.d
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]string, 0, min(len(near), maxClosest))
+	for _, s := range near[:min(len(near), maxClosest)] {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b in bytes (names are
+// ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// workflowNotFound is the error of a library name with no workflow, with
+// the closest names of the saved workflows. msg "" says the default.
+func (s *Service) workflowNotFound(name, msg string, err error) *engine.Error {
+	if msg == "" {
+		msg = fmt.Sprintf("no workflow %q in the library", name)
+	}
+	e := &engine.Error{Code: CodeNotFound, Category: engine.CategoryNotFound, Workflow: name, Name: name,
+		Message: msg, Err: err, Suggestion: "list the library and use a name from it"}
+	if s.Library != nil {
+		k := library.Saved
+		if names, lerr := s.Library.Names(k); lerr == nil {
+			e.Closest = closestNames(name, names)
+		}
+	}
+	if len(e.Closest) > 0 {
+		e.Message += "; did you mean " + strings.Join(e.Closest, ", ") + "?"
+	}
+	return e
+}
