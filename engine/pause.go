@@ -386,7 +386,7 @@ func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts C
 	case errors.Is(err, token.ErrExpired):
 		return ContinueResult{}, &Error{Code: CodeTokenExpired, Category: CategoryAuth, RunID: claims.RunID, StepID: claims.StepKey,
 			Message: "the token has expired", Err: err,
-			Suggestion: "read the run again: while the pause is open it gives a fresh token to continue with"}
+			Suggestion: "read the run " + claims.RunID + " again: while its pause is open, that gives a fresh token to continue with"}
 	case err != nil:
 		return ContinueResult{}, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, Message: "the token is not valid: " + err.Error(), Err: err,
 			Argument: "token", Suggestion: "use the token exactly as returned with the pause"}

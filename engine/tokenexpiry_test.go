@@ -72,7 +72,7 @@ func TestExpiredTokenIsNoDeadEnd(t *testing.T) {
 		if !errors.As(err, &ee) || ee.Code != CodeTokenExpired {
 			t.Fatalf("an expired token: %v", err)
 		}
-		if !strings.Contains(ee.Suggestion, "run_get") || !strings.Contains(ee.Suggestion, id) {
+		if !strings.Contains(ee.Suggestion, "read the run") || !strings.Contains(ee.Suggestion, id) {
 			t.Errorf("the next step does not say how to get a fresh token for run %s: %q", id, ee.Suggestion)
 		}
 	}

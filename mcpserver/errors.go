@@ -191,6 +191,9 @@ func nextStep(e *engine.Error) string {
 	case engine.CodeStepNotFound:
 		return "call run_fork again with from_step one of the top-level steps the message lists (run_get shows the run's steps)"
 	case engine.CodeTokenExpired:
+		if e.RunID != "" {
+			return "call run_get {\"run_id\": \"" + e.RunID + "\"} for the pause's fresh token, then run_continue with it"
+		}
 		return "call run_get for the pause's fresh token, then run_continue with it"
 	case engine.CodeTokenInvalid:
 		return "call run_continue with the token exactly as returned; run_get shows the run's open pause and its token"

@@ -68,18 +68,26 @@ func editDistance(a, b string) int {
 }
 
 // workflowNotFound is the error of a library name with no workflow, with
-// the closest names of the saved workflows. msg "" says the default.
-func (s *Service) workflowNotFound(name, msg string, err error) *engine.Error {
+// the closest names among the kinds given (the saved workflows when none
+// is). msg "" says the default.
+func (s *Service) workflowNotFound(name, msg string, err error, kinds ...library.Kind) *engine.Error {
 	if msg == "" {
 		msg = fmt.Sprintf("no workflow %q in the library", name)
 	}
 	e := &engine.Error{Code: CodeNotFound, Category: engine.CategoryNotFound, Workflow: name, Name: name,
 		Message: msg, Err: err, Suggestion: "list the library and use a name from it"}
 	if s.Library != nil {
-		k := library.Saved
-		if names, lerr := s.Library.Names(k); lerr == nil {
-			e.Closest = closestNames(name, names)
+		if len(kinds) == 0 {
+			kinds = []library.Kind{library.Saved}
 		}
+		var names []string
+		for _, k := range kinds {
+			if ns, lerr := s.Library.Names(k); lerr == nil {
+				names = append(names, ns...)
+			}
+		}
+		slices.Sort(names)
+		e.Closest = closestNames(name, slices.Compact(names))
 	}
 	if len(e.Closest) > 0 {
 		e.Message += "; did you mean " + strings.Join(e.Closest, ", ") + "?"

@@ -294,9 +294,9 @@ func (s *Service) findDraft(name string, notFound error) (string, error) {
 		return "", s.libraryError(err, name)
 	}
 	if p == "" {
-		return "", &engine.Error{Code: CodeNotFound, Category: engine.CategoryNotFound, Workflow: name,
-			Message: fmt.Sprintf("no workflow %q in the library or in drafts", name), Err: notFound,
-			Suggestion: "list the library with workflow_list (include_drafts for drafts)"}
+		e := s.workflowNotFound(name, fmt.Sprintf("no workflow %q in the library or in drafts", name), notFound, library.Saved, library.Draft)
+		e.Suggestion = "list the library and its drafts and use a name from them"
+		return "", e
 	}
 	return p, nil
 }
