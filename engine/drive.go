@@ -422,6 +422,9 @@ type succeedOpts struct {
 	// commit that carries it went; queuedIt is set once it is queued.
 	queued   func(store.CommitResult, *Settled, error)
 	queuedIt *bool
+	// skipped are the steps a forward goto jumps over: recorded as
+	// skipped in the same commit.
+	skipped []*workflow.Step
 }
 
 // succeedStep records a completed step and moves the cursor.
@@ -454,6 +457,13 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
 	}
 	c.Events = append(c.Events, visitEvent(EventStepSucceeded, sx.s.ID, sx.visit, now))
+	skipped := make([]*result, len(o.skipped))
+	for i, s := range o.skipped {
+		v := rs.visit(s.ID) + 1
+		skipped[i] = &result{Status: "skipped", Visit: v}
+		c.Steps = append(c.Steps, store.Step{Key: s.ID, Visit: v, StepID: s.ID, Status: "skipped", StartedAt: now, FinishedAt: now})
+		c.Events = append(c.Events, visitEvent(EventStepSkipped, s.ID, v, now))
+	}
 	write := e.commit
 	switch {
 	case o.queued != nil:
@@ -469,6 +479,9 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 		return err
 	}
 	rs.record(sx.s.ID, r)
+	for i, s := range o.skipped {
+		rs.record(s.ID, skipped[i])
+	}
 	return nil
 }
 
@@ -656,7 +669,13 @@ func (e *Engine) branch(ctx context.Context, rs *runState, sx *stepExec, env map
 		if target < 0 {
 			return e.stepFailed(ctx, rs, sx, fmt.Sprintf("goto %q: no such step at this level", c.Goto), true)
 		}
-		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": c.Goto, "case": i}}, store.Commit{}, target, succeedOpts{ahead: true})
+		// A forward jump skips the steps in between: they are recorded as
+		// skipped, as a false `if` would.
+		var skipped []*workflow.Step
+		if target > rs.state.Cursor+1 {
+			skipped = rs.wf.Steps[rs.state.Cursor+1 : target]
+		}
+		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": c.Goto, "case": i}}, store.Commit{}, target, succeedOpts{ahead: true, skipped: skipped})
 	}
 	return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": nil}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{ahead: true})
 }

@@ -611,12 +611,38 @@ func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Ste
 					}
 				}
 			}
+			// A forward jump skips the steps in between: recorded as skipped.
+			for _, sk := range body[bi+1 : max(bi+1, next)] {
+				visits[sk.ID]++
+				r, err := e.skipInstance(ctx, rs, sk, prefix+sk.ID, visits[sk.ID])
+				if err != nil {
+					return nil, "", err
+				}
+				local[sk.ID] = r.env()
+			}
 		} else if r.Status == "succeeded" {
 			last = r.Output
 		}
 		bi = next
 	}
 	return last, "", nil
+}
+
+// skipInstance records a body step that a forward goto jumped over as
+// skipped (or returns its record, when the item is replayed).
+func (e *Engine) skipInstance(ctx context.Context, rs *runState, s *workflow.Step, key string, visit int) (*result, error) {
+	rs.mu.Lock()
+	done, ok := rs.byKey[instanceKey(key, visit)]
+	rs.mu.Unlock()
+	if ok {
+		return done, nil
+	}
+	if ctx.Err() != nil {
+		return nil, errInterrupted
+	}
+	sx := &stepExec{s: s, key: key, visit: visit, started: e.now().UTC(), attempt: 1, iteration: 1}
+	r := &result{Status: "skipped", Visit: visit}
+	return r, e.recordInstance(ctx, rs, sx, r)
 }
 
 // bodySwitch evaluates (or replays) a switch inside a foreach body; its
