@@ -53,6 +53,20 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 			}
 			continue // drive the failing run (compensation, hooks)
 		}
+		if rs.run.Status == store.StatusWaiting && e.dueTimeout(rs.state.Wait) {
+			err := e.expireStep(ctx, rs)
+			switch {
+			case err == nil:
+			case (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed)) && attempt < 5:
+				// answered (or changed) meanwhile: look again
+			default:
+				if ctx.Err() == nil {
+					e.log.Error("time out step", "run_id", runID, "err", err)
+				}
+				return
+			}
+			continue // drive the run: its step fails
+		}
 		if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
 			e.dropStaleTimers(ctx, rs)
 			return
@@ -124,7 +138,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("the run passed its deadline (timeout %s)", rs.wf.Timeout), true)
 	}
 	if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
-		if e.now().Before(w.Until) && w.Child == "" && w.Reason != "children" {
+		if e.now().Before(w.Until) && w.Child == "" && w.Reason != "children" && w.Reason != "group" {
 			return errParked // woken too early (another process, a restart): the timer stays
 		}
 		sx.visit, sx.started, sx.attempt, sx.iteration, sx.wait = w.Visit, w.Started, max(w.Attempt, 1), max(w.Iteration, 1), w

@@ -21,6 +21,9 @@ const (
 	CodeRunNotWaiting    = "RUN_NOT_WAITING"
 	CodeShuttingDown     = "SHUTTING_DOWN"
 	CodeSecretInClear    = "SECRET_IN_CLEAR"
+	// CodePauseTimedOut: the pause a token names ended with its step's
+	// timeout; the step failed and the token continues nothing.
+	CodePauseTimedOut = "PAUSE_TIMED_OUT"
 )
 
 // Categories group error codes (validation | not_found | conflict |

@@ -55,8 +55,11 @@ type Final struct {
 type Wait struct {
 	StepKey string    `json:"step_key"`
 	Visit   int       `json:"visit"`
-	Reason  string    `json:"reason"` // sleep | retry | repeat
-	Until   time.Time `json:"until"`
+	// Reason is sleep | retry | repeat | child (a sub-workflow) | children
+	// (a group's sub-workflows) | group (a group's pauses) | answer (a
+	// question or agent step with a timeout).
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until"`
 	// Attempt is the attempt to run when the wait ends (retries);
 	// Iteration counts the runs of a repeat.
 	Attempt   int `json:"attempt,omitempty"`
@@ -65,6 +68,10 @@ type Wait struct {
 	Started time.Time `json:"started"`
 	// Child is the sub-workflow run a workflow step waits for.
 	Child string `json:"child,omitempty"`
+	// TimeoutAt is when the step's timeout ends (the current attempt's, for
+	// a sub-workflow), zero for none: a run that waits is driven again then,
+	// and the step fails.
+	TimeoutAt time.Time `json:"timeout_at,omitempty"`
 }
 
 // result is what later steps see of a step: steps.<id>.{…}.
