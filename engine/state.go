@@ -53,8 +53,8 @@ type Final struct {
 
 // Wait is a step parked until a time.
 type Wait struct {
-	StepKey string    `json:"step_key"`
-	Visit   int       `json:"visit"`
+	StepKey string `json:"step_key"`
+	Visit   int    `json:"visit"`
 	// Reason is sleep | retry | repeat | child (a sub-workflow) | children
 	// (a group's sub-workflows) | group (a group's pauses) | answer (a
 	// question or agent step with a timeout).

@@ -167,7 +167,10 @@ outputs:
 	if _, err := h.eng.Continue(context.Background(), h.pause(id).Token, "Ada"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { ps, _ := h.eng.Pauses(context.Background(), id); return len(ps) == 1 && ps[0].StepID == "after" })
+	waitFor(t, func() bool {
+		ps, _ := h.eng.Pauses(context.Background(), id)
+		return len(ps) == 1 && ps[0].StepID == "after"
+	})
 	if timers, _ := h.store.Timers(context.Background(), id); len(timers) != 0 {
 		t.Errorf("timers left after the answer: %+v", timers)
 	}
