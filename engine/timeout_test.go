@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -214,5 +217,114 @@ outputs:
 	r = h.runStatus(id, store.StatusSucceeded, store.StatusFailed)
 	if r.Status != store.StatusSucceeded || outputs(t, r)["status"] != "failed" {
 		t.Fatalf("%s %s %s", r.Status, r.Error, r.Outputs)
+	}
+}
+
+// failsFirst fails its first call and succeeds afterwards.
+type failsFirst struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *failsFirst) Name() string        { return "fails_first" }
+func (f *failsFirst) Description() string { return "fails its first call" }
+func (f *failsFirst) Safety() string      { return action.ReadOnly }
+func (f *failsFirst) Run(context.Context, action.Call) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.calls == 1 {
+		return nil, errors.New("not yet")
+	}
+	return map[string]any{"calls": f.calls}, nil
+}
+
+// children lists a run's sub-workflow runs, oldest first.
+func children(t *testing.T, h *harness, id string) []store.Run {
+	t.Helper()
+	kids, _, err := h.store.ListRuns(context.Background(), store.RunFilter{ParentID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(kids, func(i, j int) bool { return kids[i].CreatedAt.Before(kids[j].CreatedAt) })
+	return kids
+}
+
+// A sub-workflow step's retry runs the whole sub-workflow again, as a new
+// child run per attempt.
+func TestSubWorkflowRetryStartsANewChild(t *testing.T) {
+	h := newHarness(t)
+	withAction(h, &failsFirst{})
+	library(t, h, map[string]string{"flaky-child": `version: 1
+name: flaky-child
+steps:
+  - id: call
+    uses: fails_first
+outputs:
+  calls: ${{ steps.call.output.calls }}
+`})
+	doc := `version: 1
+name: parent
+steps:
+  - id: sub
+    workflow: flaky-child
+    retry: {attempts: 3, backoff: 10ms}
+outputs:
+  calls: ${{ steps.sub.output.calls }}
+  attempts: ${{ steps.sub.attempts }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.runStatus(id, store.StatusSucceeded, store.StatusFailed)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("status %s %s", r.Status, r.Error)
+	}
+	if out := outputs(t, r); out["calls"] != 2.0 || out["attempts"] != 2.0 {
+		t.Errorf("outputs %v", out)
+	}
+	kids := children(t, h, id)
+	if len(kids) != 2 || kids[0].Status != store.StatusFailed || kids[1].Status != store.StatusSucceeded || kids[0].ID == kids[1].ID {
+		t.Fatalf("children %+v, want a failed first attempt and a succeeded second", kids)
+	}
+}
+
+// A sub-workflow step's timeout bounds each attempt: the child that runs
+// out of time is canceled, the attempt fails, a retry starts a new child;
+// once the attempts are spent the step fails.
+func TestSubWorkflowTimeout(t *testing.T) {
+	h := newHarness(t)
+	library(t, h, map[string]string{"asking": askingChild})
+	doc := `version: 1
+name: parent
+steps:
+  - id: sub
+    workflow: asking
+    timeout: 300ms
+    retry: {attempts: 2, backoff: 10ms}
+    continue_on_error: true
+outputs:
+  status: ${{ steps.sub.status }}
+  error: ${{ steps.sub.error }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.runStatus(id, store.StatusSucceeded, store.StatusFailed)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("status %s %s", r.Status, r.Error)
+	}
+	out := outputs(t, r)
+	if out["status"] != "failed" || !strings.Contains(out["error"].(string), "timed out after 300ms") {
+		t.Errorf("outputs %v", out)
+	}
+	kids := children(t, h, id)
+	if len(kids) != 2 || kids[0].Status != store.StatusCanceled || kids[1].Status != store.StatusCanceled {
+		t.Fatalf("children %+v, want two canceled attempts", kids)
+	}
+	if ps, _ := h.eng.Pauses(context.Background(), id); len(ps) != 0 {
+		t.Errorf("pauses left: %+v", ps)
 	}
 }
