@@ -28,8 +28,34 @@ import (
 var errBlocked = errors.New("blocked on a pause")
 
 // group executes a parallel or foreach step at the cursor.
+//
+// A group's timeout bounds the whole group, waits included: its end is
+// kept in the group's wait (TimeoutAt) while the group waits, running
+// branches are interrupted when it passes, and the group's step fails
+// (failTimedOutGroup).
 func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
-	out, failure, err := e.runGroup(ctx, rs, sx.s, "", sx.visit, env)
+	var timeoutAt time.Time
+	if sx.wait != nil {
+		timeoutAt = sx.wait.TimeoutAt
+	} else {
+		var err error
+		if timeoutAt, err = stepTimeout(sx.s, env, sx.started); err != nil {
+			return e.stepFailed(ctx, rs, sx, err.Error(), false)
+		}
+	}
+	if e.dueTimeout(&Wait{TimeoutAt: timeoutAt}) {
+		return e.failTimedOutGroup(ctx, rs, sx, env)
+	}
+	gctx := ctx
+	if !timeoutAt.IsZero() {
+		var cancel context.CancelFunc
+		gctx, cancel = context.WithDeadline(ctx, timeoutAt)
+		defer cancel()
+	}
+	out, failure, err := e.runGroup(gctx, rs, sx.s, "", sx.visit, env)
+	if ctx.Err() == nil && !timeoutAt.IsZero() && (gctx.Err() != nil || e.dueTimeout(&Wait{TimeoutAt: timeoutAt})) {
+		return e.failTimedOutGroup(ctx, rs, sx, env)
+	}
 	if errors.Is(err, errBlocked) && failure == "" {
 		// Everything that could run has run; the rest waits for answers or
 		// for sub-workflow runs.
@@ -41,7 +67,12 @@ func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[
 				// poll, half a second later).
 				c := store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting},
 					Events: []store.Event{e.event(rs, EventRunPaused, sx.s.ID, map[string]any{"kind": "group", "visit": sx.visit}, e.now().UTC())}}
-				if err := e.commit(ctx, rs, c, rs.state); err != nil {
+				next := rs.state
+				if !timeoutAt.IsZero() {
+					// The run is driven again when the timeout passes.
+					next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "group", Until: timeoutAt, Started: sx.started, TimeoutAt: timeoutAt}
+				}
+				if err := e.commit(ctx, rs, c, next); err != nil {
 					return err
 				}
 			}
@@ -50,7 +81,7 @@ func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[
 		// Children are running: look again when one ends (they wake this
 		// run) or after a while (they may run in another process).
 		next := rs.state
-		next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "children", Until: e.now().UTC().Add(childPoll), Started: sx.started}
+		next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "children", Until: wakeBy(e.now().UTC().Add(childPoll), timeoutAt), Started: sx.started, TimeoutAt: timeoutAt}
 		if err := e.commit(ctx, rs, store.Commit{}, next); err != nil {
 			return err
 		}

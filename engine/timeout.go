@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -120,9 +119,3 @@ func (e *Engine) failTimedOutGroup(ctx context.Context, rs *runState, sx *stepEx
 	}
 	return e.stepFailed(ctx, rs, sx, "timed out after "+timeoutText(sx.s, env)+" (its unfinished branches were canceled)", false)
 }
-
-// isTimeout reports whether err is a step's own timeout.
-func isTimeout(err error) bool { return errors.Is(err, errStepTimeout) }
-
-// errStepTimeout: a sub-workflow's attempt ran out of time.
-var errStepTimeout = errors.New("timed out")

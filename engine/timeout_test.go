@@ -328,3 +328,84 @@ outputs:
 		t.Errorf("pauses left: %+v", ps)
 	}
 }
+
+// A parallel group's timeout bounds the whole group, its waits included:
+// when it passes, the branches' open questions are canceled, their
+// wake-ups dropped, and the group's step fails (here continuing on error).
+func TestGroupTimeoutEndsWaitingBranches(t *testing.T) {
+	h := newHarness(t)
+	doc := `version: 1
+name: fan-out
+steps:
+  - id: fan
+    timeout: 400ms
+    continue_on_error: true
+    parallel:
+      - id: q
+        ask: {prompt: "Proceed?", type: boolean}
+      - id: nap
+        sleep: 1h
+      - id: quick
+        uses: transform
+        with: {value: done}
+outputs:
+  status: ${{ steps.fan.status }}
+  error: ${{ steps.fan.error }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runStatus(id, store.StatusWaiting)
+	tok := h.pause(id).Token
+	r := h.runStatus(id, store.StatusSucceeded, store.StatusFailed)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("status %s %s", r.Status, r.Error)
+	}
+	out := outputs(t, r)
+	if out["status"] != "failed" || !strings.Contains(out["error"].(string), "timed out after 400ms") {
+		t.Errorf("outputs %v", out)
+	}
+	if ps, _ := h.store.OpenPauses(context.Background(), id); len(ps) != 0 {
+		t.Errorf("open pauses left: %+v", ps)
+	}
+	if timers, _ := h.store.Timers(context.Background(), id); len(timers) != 0 {
+		t.Errorf("timers left: %+v", timers)
+	}
+	if _, err := h.eng.Continue(context.Background(), tok, true); err == nil {
+		t.Error("a canceled branch's question was continued")
+	}
+}
+
+// A foreach's timeout interrupts items that are still working; the group
+// fails and the run follows its failure path.
+func TestForeachTimeoutInterruptsRunningItems(t *testing.T) {
+	h := newHarness(t)
+	j := &journal{}
+	withAction(h, j)
+	doc := `version: 1
+name: slow-items
+steps:
+  - id: each
+    timeout: 300ms
+    foreach: [1, 2]
+    steps:
+      - id: work
+        uses: noop
+        with: {delay: 1h}
+on_failure:
+  - uses: record
+    with: {name: on-failure}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.runStatus(id, store.StatusSucceeded, store.StatusFailed)
+	if r.Status != store.StatusFailed || !strings.Contains(string(r.Error), "timed out after 300ms") {
+		t.Fatalf("status %s %s", r.Status, r.Error)
+	}
+	if j.String() != "on-failure" {
+		t.Errorf("journal %q", j)
+	}
+}
