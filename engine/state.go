@@ -256,7 +256,7 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 	if err != nil {
 		return nil, err
 	}
-	wf, _, err = workflow.Load(v.Definition, workflow.Options{})
+	wf, err = loadRecorded(v.Definition)
 	if err != nil {
 		return nil, fmt.Errorf("definition %s: %w", version, err)
 	}
@@ -264,6 +264,20 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 	e.defs.add(version, wf)
 	e.defsMu.Unlock()
 	return wf, nil
+}
+
+// loadRecorded parses a recorded definition. One recorded before the
+// validator refused a modifier that the engine does not honour (such as a
+// timeout on a question inside a group) still loads, so that its runs
+// finish as they started; every other violation is an error.
+func loadRecorded(def []byte) (*workflow.Workflow, error) {
+	res := workflow.Check(def, workflow.Options{})
+	for _, v := range res.Violations {
+		if v.Rule != workflow.RuleStepKind || res.Workflow == nil {
+			return nil, &workflow.ValidationError{Violations: res.Violations}
+		}
+	}
+	return res.Workflow, nil
 }
 
 // knowDefinition makes wf the parsed workflow of version unless one is

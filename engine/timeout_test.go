@@ -11,6 +11,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // runStatus waits until the run reaches one of the given statuses.
@@ -407,5 +408,21 @@ on_failure:
 	}
 	if j.String() != "on-failure" {
 		t.Errorf("journal %q", j)
+	}
+}
+
+// A definition recorded before the validator refused the modifiers the
+// engine does not honour still loads (its runs finish as they started);
+// other violations do not.
+func TestRecordedDefinitionWithRefusedModifiersLoads(t *testing.T) {
+	old := "version: 1\nname: old\nsteps:\n  - id: fan\n    parallel:\n      - id: q\n        ask: {prompt: Now?}\n        timeout: 1m\n"
+	if wf, err := loadRecorded([]byte(old)); err != nil || wf.Step("q") == nil {
+		t.Fatalf("recorded definition: %v", err)
+	}
+	if _, _, err := workflow.Load([]byte(old), workflow.Options{}); err == nil {
+		t.Fatal("the validator accepts a timeout on a question inside a group")
+	}
+	if _, err := loadRecorded([]byte("version: 1\nname: bad\nsteps:\n  - id: a\n    uses: noop\n    with: ${{ nope }}\n")); err == nil {
+		t.Fatal("a definition with other violations loaded")
 	}
 }
