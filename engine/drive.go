@@ -144,11 +144,14 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		sx.visit, sx.started, sx.attempt, sx.iteration, sx.wait = w.Visit, w.Started, max(w.Attempt, 1), max(w.Iteration, 1), w
 	}
 	env := rs.env(e.lookupEnv)
-	if limit := s.MaxVisits; (limit > 0 && sx.visit > limit) || sx.visit > maxVisits {
+	if limit := s.MaxVisits; (limit > 0 && sx.visit > limit && rs.runs(sx.key)+1 > limit) || sx.visit > maxVisits {
+		n := sx.visit
 		if limit == 0 {
 			limit = maxVisits
+		} else {
+			n = rs.runs(sx.key) + 1
 		}
-		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("step %q would run for the %d. time; its limit is %d (max_visits)", s.ID, sx.visit, limit), true)
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("step %q would run for the %d. time; its limit is %d (max_visits)", s.ID, n, limit), true)
 	}
 	if s.If != "" && sx.wait == nil {
 		ok, err := condition(string(s.If), env)
@@ -238,6 +241,20 @@ func (rs *runState) visit(stepID string) int {
 		return r.Visit
 	}
 	return 0
+}
+
+// runs is how often the step recorded under key ran: its recorded
+// visits, less those that skipped it (a false `if`, a forward goto), which
+// max_visits does not count. (Only steps with max_visits ask, so walking
+// the recorded steps costs nothing elsewhere.)
+func (rs *runState) runs(key string) int {
+	n := 0
+	for _, d := range rs.done {
+		if d.key == key && d.status != "skipped" {
+			n++
+		}
+	}
+	return n
 }
 
 // commit writes c with the given next state; on success the in-memory run

@@ -109,3 +109,44 @@ outputs:
 		t.Errorf("recorded %v", status)
 	}
 }
+
+// Visits that skip a step (a forward goto, a false if) do not count
+// toward its max_visits: the limit bounds how often it runs.
+func TestSkippedVisitsDoNotCountTowardMaxVisits(t *testing.T) {
+	h := newHarness(t)
+	doc := `version: 1
+name: skip-then-run
+steps:
+  - id: q
+    ask: {prompt: "Round?", type: integer}
+  - id: jump
+    switch:
+      - if: steps.q.answer == 1
+        goto: after
+  - id: middle
+    uses: transform
+    with: {value: ran}
+    max_visits: 1
+  - id: after
+    max_visits: 3
+    switch:
+      - if: steps.q.answer == 1
+        goto: q
+outputs:
+  middle: ${{ steps.middle.output }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, round := range []int{1, 2} {
+		h.wait(id)
+		if _, err := h.eng.Continue(context.Background(), h.pause(id).Token, round); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusSucceeded || outputs(t, r)["middle"] != "ran" {
+		t.Fatalf("status %s %s %s", r.Status, r.Error, r.Outputs)
+	}
+}

@@ -602,17 +602,18 @@ func (e *Engine) nestedSleep(ctx context.Context, rs *runState, sx *stepExec, en
 func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Step, prefix string, env map[string]any, item any, index int) (any, string, error) {
 	local := map[string]any{}
 	visits := map[string]int{}
+	skips := map[string]int{} // visits that skipped the step: max_visits does not count them
 	var last any
 	for bi := 0; bi < len(body); {
 		b := body[bi]
 		visits[b.ID]++
 		v := visits[b.ID]
-		limit := b.MaxVisits
+		limit, n := b.MaxVisits, v-skips[b.ID]
 		if limit == 0 {
-			limit = maxVisits
+			limit, n = maxVisits, v
 		}
-		if v > limit {
-			return nil, fmt.Sprintf("step %s would run for the %d. time; its limit is %d (max_visits)", b.ID, v, limit), nil
+		if n > limit {
+			return nil, fmt.Sprintf("step %s would run for the %d. time; its limit is %d (max_visits)", b.ID, n, limit), nil
 		}
 		ienv := rs.snapshot(env, local)
 		ienv["item"], ienv["index"] = item, index
@@ -630,6 +631,9 @@ func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Ste
 			return nil, "", errBlocked
 		}
 		local[b.ID] = r.env()
+		if r.Status == "skipped" {
+			skips[b.ID]++
+		}
 		if r.Status == "failed" && !b.ContinueOnError {
 			return nil, fmt.Sprintf("step %s failed: %s", b.ID, r.Error), nil
 		}
@@ -645,6 +649,7 @@ func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Ste
 			// A forward jump skips the steps in between: recorded as skipped.
 			for _, sk := range body[bi+1 : max(bi+1, next)] {
 				visits[sk.ID]++
+				skips[sk.ID]++
 				r, err := e.skipInstance(ctx, rs, sk, prefix+sk.ID, visits[sk.ID])
 				if err != nil {
 					return nil, "", err
