@@ -59,6 +59,10 @@ type Request struct {
 	Persona      string         `json:"persona,omitempty"`
 	OutputSchema map[string]any `json:"output_schema,omitempty"`
 	Context      any            `json:"context,omitempty"`
+
+	// TimeoutAt is when the step's timeout ends the pause (the step then
+	// fails); nil for a step without a timeout.
+	TimeoutAt *time.Time `json:"timeout_at,omitempty"`
 }
 
 // Pause is an open pause with its continuation token.
@@ -142,6 +146,7 @@ func (e *Engine) openPause(ctx context.Context, rs *runState, sx *stepExec, req 
 	next := rs.next(sx, rs.state.Cursor)
 	if !timeoutAt.IsZero() {
 		next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "answer", Until: timeoutAt, TimeoutAt: timeoutAt, Started: sx.started}
+		req.TimeoutAt = &timeoutAt
 	}
 	next.PauseSeq++
 	body, err := maskedJSON(rs.mask, req)

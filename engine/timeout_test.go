@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
@@ -167,6 +168,9 @@ outputs:
 	h.runStatus(id, store.StatusWaiting)
 	if timers, _ := h.store.Timers(context.Background(), id); len(timers) != 1 {
 		t.Fatalf("timers %+v, want the question's timeout", timers)
+	}
+	if p := h.pause(id); p.TimeoutAt == nil || time.Until(*p.TimeoutAt) < 50*time.Minute || time.Until(*p.TimeoutAt) > time.Hour {
+		t.Errorf("the pause does not say when it times out: %+v", p.TimeoutAt)
 	}
 	if _, err := h.eng.Continue(context.Background(), h.pause(id).Token, "Ada"); err != nil {
 		t.Fatal(err)
