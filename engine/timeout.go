@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,24 +54,26 @@ func (e *Engine) dueTimeout(w *Wait) bool {
 func (e *Engine) timedOut(sx *stepExec) bool { return e.dueTimeout(sx.wait) }
 
 // expireStep ends the wait of a waiting run whose step's timeout has
-// passed: the step's own pause closes as timed out (so its token says so),
-// other open pauses of the run (a group's) are canceled, and the run runs
-// again, keeping its wait: its next advance fails the step.
+// passed: a question's or agent step's pause closes as timed out (so its
+// token says so), and the run runs again, keeping its wait: its next
+// advance fails the step (a group closes its branches' pauses then,
+// failTimedOutGroup).
 func (e *Engine) expireStep(ctx context.Context, rs *runState) error {
 	w := rs.state.Wait
-	ps, err := e.store.OpenPauses(ctx, rs.run.ID)
-	if err != nil {
-		return err
-	}
 	now := e.now().UTC()
 	c := store.Commit{Run: store.RunUpdate{Status: store.StatusRunning},
 		Events: []store.Event{e.event(rs, EventStepTimedOut, w.StepKey, map[string]any{"visit": w.Visit, "timeout_at": w.TimeoutAt}, now)}}
-	for _, p := range ps {
-		if w.Reason == "answer" && p.StepKey == w.StepKey && p.Visit == w.Visit && c.ClosePause == nil {
-			c.ClosePause = &store.PauseClose{Seq: p.Seq, Status: store.PauseTimedOut, At: now}
-			continue
+	if w.Reason == "answer" {
+		ps, err := e.store.OpenPauses(ctx, rs.run.ID)
+		if err != nil {
+			return err
 		}
-		c.CancelPauses = append(c.CancelPauses, p.Seq)
+		for _, p := range ps {
+			if p.StepKey == w.StepKey && p.Visit == w.Visit {
+				c.ClosePause = &store.PauseClose{Seq: p.Seq, Status: store.PauseTimedOut, At: now}
+				break
+			}
+		}
 	}
 	return e.commit(ctx, rs, c, rs.state)
 }
@@ -79,13 +82,14 @@ func (e *Engine) expireStep(ctx context.Context, rs *runState) error {
 // step's timeout.
 func pauseTimedOut(runID, stepKey string) error {
 	return &Error{Code: CodePauseTimedOut, Category: CategoryConflict, RunID: runID, StepID: stepKey,
-		Message:    "the pause timed out: no answer came within the step's timeout, so the step failed",
+		Message:    "the pause timed out: no answer came before the timeout of its step (or of the group around it), which failed",
 		Suggestion: "read the run's current state with run_get"}
 }
 
-// failTimedOutGroup ends a group whose timeout passed: its open pauses are
-// canceled, its unfinished sub-workflow runs canceled, and the wake-ups of
-// its nested sleeps and retries dropped; then the group's step fails.
+// failTimedOutGroup ends a group whose timeout passed: its open pauses
+// close as timed out, its unfinished sub-workflow runs are canceled, and
+// the wake-ups of its nested sleeps and retries dropped; then the group's
+// step fails.
 func (e *Engine) failTimedOutGroup(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
 	kids, _, err := e.store.ListRuns(ctx, store.RunFilter{ParentID: rs.run.ID, Limit: MaxChildren})
 	if err != nil {
@@ -99,12 +103,20 @@ func (e *Engine) failTimedOutGroup(ctx context.Context, rs *runState, sx *stepEx
 			return err
 		}
 	}
-	c := store.Commit{}
-	if ps, err := e.store.OpenPauses(ctx, rs.run.ID); err == nil {
-		for _, p := range ps {
-			c.CancelPauses = append(c.CancelPauses, p.Seq)
+	ps, err := e.store.OpenPauses(ctx, rs.run.ID)
+	if err != nil {
+		return err
+	}
+	now := e.now().UTC()
+	for _, p := range ps {
+		// One commit per pause: a commit closes one (the store checks that
+		// it is still open); one answered meanwhile stays answered.
+		c := store.Commit{ClosePause: &store.PauseClose{Seq: p.Seq, Status: store.PauseTimedOut, At: now}}
+		if err := e.commit(ctx, rs, c, rs.state); err != nil && !errors.Is(err, store.ErrPauseClosed) {
+			return err
 		}
 	}
+	c := store.Commit{}
 	if timers, err := e.store.Timers(ctx, rs.run.ID); err == nil {
 		for _, t := range timers {
 			if t.Key != deadlineKey && (rs.state.Wait == nil || t.Key != rs.state.Wait.StepKey) {
@@ -112,7 +124,7 @@ func (e *Engine) failTimedOutGroup(ctx context.Context, rs *runState, sx *stepEx
 			}
 		}
 	}
-	if len(c.CancelPauses) > 0 || len(c.ClearTimers) > 0 {
+	if len(c.ClearTimers) > 0 {
 		if err := e.commit(ctx, rs, c, rs.state); err != nil {
 			return err
 		}

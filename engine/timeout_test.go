@@ -377,8 +377,10 @@ outputs:
 	if timers, _ := h.store.Timers(context.Background(), id); len(timers) != 0 {
 		t.Errorf("timers left: %+v", timers)
 	}
-	if _, err := h.eng.Continue(context.Background(), tok, true); err == nil {
-		t.Error("a canceled branch's question was continued")
+	_, err = h.eng.Continue(context.Background(), tok, true)
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Code != CodePauseTimedOut {
+		t.Errorf("continue a branch's question after the group's timeout: %v, want %s", err, CodePauseTimedOut)
 	}
 }
 
