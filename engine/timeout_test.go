@@ -432,3 +432,44 @@ func TestRecordedDefinitionWithRefusedModifiersLoads(t *testing.T) {
 		t.Fatal("a definition with other violations loaded")
 	}
 }
+
+// A sub-workflow step's timeout is durable too: the parent waits on its
+// child's question across a restart and fails the step on time.
+func TestSubWorkflowTimeoutSurvivesRestart(t *testing.T) {
+	h := newHarness(t)
+	lib := map[string]string{"asking": askingChild}
+	library(t, h, lib)
+	doc := `version: 1
+name: parent
+steps:
+  - id: sub
+    workflow: asking
+    timeout: 1s
+    continue_on_error: true
+outputs:
+  status: ${{ steps.sub.status }}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.runStatus(id, store.StatusWaiting)
+	var st State
+	_ = json.Unmarshal(r.State, &st)
+	if st.Wait == nil || st.Wait.Child == "" || st.Wait.TimeoutAt.IsZero() {
+		t.Fatalf("state %s", r.State)
+	}
+	h.close()
+	h.open()
+	library(t, h, lib)
+	if _, err := h.eng.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r = h.runStatus(id, store.StatusSucceeded, store.StatusFailed)
+	if r.Status != store.StatusSucceeded || outputs(t, r)["status"] != "failed" {
+		t.Fatalf("%s %s %s", r.Status, r.Error, r.Outputs)
+	}
+	if kids := children(t, h, id); len(kids) != 1 || kids[0].Status != store.StatusCanceled {
+		t.Fatalf("children %+v", kids)
+	}
+}
