@@ -445,6 +445,9 @@ func printPause(w io.Writer, p *engine.Pause) {
 			fmt.Fprintf(w, "  field %s (%s): %s\n", f.Name, f.Type, f.Prompt)
 		}
 	}
+	if p.TimeoutAt != nil {
+		fmt.Fprintf(w, "  answer before %s (the step's timeout; then it fails)\n", p.TimeoutAt.Format(time.RFC3339))
+	}
 	fmt.Fprintf(w, "token (expires %s): %s\n", p.ExpiresAt.Format(time.RFC3339), p.Token)
 }
 

@@ -36,10 +36,24 @@ func childID(parent, key string, visit int) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, sum[:]).String()
 }
 
+// attemptChildID is the child run of one attempt of a workflow step: the
+// first attempt's is childID's, each retry starts a child of its own.
+func attemptChildID(parent, key string, visit, attempt int) string {
+	if attempt <= 1 {
+		return childID(parent, key, visit)
+	}
+	return childID(parent, fmt.Sprintf("%s/attempt-%d", key, attempt), visit)
+}
+
 // subWorkflow executes a workflow step at the cursor.
 func (e *Engine) subWorkflow(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
 	if w := sx.wait; w != nil && w.Child != "" {
-		return e.awaitChild(ctx, rs, sx, w.Child)
+		return e.awaitChild(ctx, rs, sx, w.Child, env)
+	}
+	now := e.now().UTC()
+	timeoutAt, err := stepTimeout(sx.s, env, now)
+	if err != nil {
+		return e.stepFailed(ctx, rs, sx, err.Error(), false)
 	}
 	id, problem, fatal, err := e.startChild(ctx, rs, sx, env)
 	if err != nil {
@@ -48,8 +62,26 @@ func (e *Engine) subWorkflow(ctx context.Context, rs *runState, sx *stepExec, en
 	if problem != "" {
 		return e.stepFailed(ctx, rs, sx, problem, fatal)
 	}
-	w := &Wait{Reason: "child", Child: id, Until: e.now().UTC().Add(childPoll)}
-	return e.park(ctx, rs, sx, w, EventChildStarted, map[string]any{"child_run_id": id, "workflow": sx.s.Workflow})
+	w := &Wait{Reason: "child", Child: id, Until: wakeBy(now.Add(childPoll), timeoutAt), Attempt: sx.attempt, TimeoutAt: timeoutAt}
+	return e.park(ctx, rs, sx, w, EventChildStarted, map[string]any{"child_run_id": id, "workflow": sx.s.Workflow, "attempt": sx.attempt})
+}
+
+// wakeBy is t, or the timeout when that comes first.
+func wakeBy(t, timeoutAt time.Time) time.Time {
+	if !timeoutAt.IsZero() && timeoutAt.Before(t) {
+		return timeoutAt
+	}
+	return t
+}
+
+// childFailed fails a workflow step's attempt whose child failed, was
+// canceled or timed out: another attempt (a new child run) after the
+// backoff when the step's retry allows, else the step fails.
+func (e *Engine) childFailed(ctx context.Context, rs *runState, sx *stepExec, env map[string]any, problem string) error {
+	if cause := errors.New(problem); e.shouldRetry(sx.s, sx, cause) {
+		return e.retryLater(ctx, rs, sx, env, cause)
+	}
+	return e.stepFailed(ctx, rs, sx, problem, false)
 }
 
 // startChild starts the child run of a workflow step (a start repeated
@@ -75,7 +107,7 @@ func (e *Engine) startChild(ctx context.Context, rs *runState, sx *stepExec, env
 		}
 		inputs, _ = v.(map[string]any)
 	}
-	id = childID(rs.run.ID, sx.key, sx.visit)
+	id = attemptChildID(rs.run.ID, sx.key, sx.visit, sx.attempt)
 	_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
 		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir})
 	if err != nil && !errors.Is(err, store.ErrExists) {
@@ -102,16 +134,24 @@ func childOutcome(child store.Run, workflowName string) (out any, problem string
 }
 
 // awaitChild looks at the child a parent waits for.
-func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, childID string) error {
+func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, childID string, env map[string]any) error {
 	child, err := e.store.GetRun(ctx, childID)
 	if err != nil {
 		return err
 	}
 	if out, problem, done := childOutcome(child, sx.s.Workflow); done {
 		if problem != "" {
-			return e.stepFailed(ctx, rs, sx, problem, false)
+			return e.childFailed(ctx, rs, sx, env, problem)
 		}
 		return e.succeedStep(ctx, rs, sx, &result{Output: out}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
+	}
+	if e.timedOut(sx) {
+		// The attempt ran out of time: its child is canceled and the
+		// attempt fails.
+		if err := e.Cancel(ctx, childID, "its workflow step timed out", false); err != nil && CodeOf(err) != CodeRunFinished {
+			return err
+		}
+		return e.childFailed(ctx, rs, sx, env, fmt.Sprintf("sub-workflow %s timed out after %s (its run was canceled)", sx.s.Workflow, timeoutText(sx.s, env)))
 	}
 	switch child.Status {
 	case store.StatusWaiting:
@@ -121,7 +161,8 @@ func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, chi
 			next.Wait = nil // no timer: continuing the child wakes the parent
 			w := *sx.wait
 			next.Wait = &w
-			next.Wait.Until = e.now().UTC().Add(24 * time.Hour)
+			// (unless the step has a timeout: the parent wakes then)
+			next.Wait.Until = wakeBy(e.now().UTC().Add(24*time.Hour), w.TimeoutAt)
 			return e.commit(ctx, rs, store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting},
 				Events: []store.Event{e.event(rs, EventRunPaused, sx.s.ID, map[string]any{"child_run_id": childID}, e.now().UTC())}}, next)
 		}
@@ -129,7 +170,7 @@ func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, chi
 	default:
 		next := rs.state
 		w := *sx.wait
-		w.Until = e.now().UTC().Add(childPoll)
+		w.Until = wakeBy(e.now().UTC().Add(childPoll), w.TimeoutAt)
 		next.Wait = &w
 		if err := e.commit(ctx, rs, store.Commit{}, next); err != nil {
 			return err

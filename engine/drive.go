@@ -53,6 +53,20 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 			}
 			continue // drive the failing run (compensation, hooks)
 		}
+		if rs.run.Status == store.StatusWaiting && e.dueTimeout(rs.state.Wait) {
+			err := e.expireStep(ctx, rs)
+			switch {
+			case err == nil:
+			case (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed)) && attempt < 5:
+				// answered (or changed) meanwhile: look again
+			default:
+				if ctx.Err() == nil {
+					e.log.Error("time out step", "run_id", runID, "err", err)
+				}
+				return
+			}
+			continue // drive the run: its step fails
+		}
 		if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
 			e.dropStaleTimers(ctx, rs)
 			return
@@ -124,17 +138,20 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("the run passed its deadline (timeout %s)", rs.wf.Timeout), true)
 	}
 	if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
-		if e.now().Before(w.Until) && w.Child == "" && w.Reason != "children" {
+		if e.now().Before(w.Until) && w.Child == "" && w.Reason != "children" && w.Reason != "group" {
 			return errParked // woken too early (another process, a restart): the timer stays
 		}
 		sx.visit, sx.started, sx.attempt, sx.iteration, sx.wait = w.Visit, w.Started, max(w.Attempt, 1), max(w.Iteration, 1), w
 	}
 	env := rs.env(e.lookupEnv)
-	if limit := s.MaxVisits; (limit > 0 && sx.visit > limit) || sx.visit > maxVisits {
+	if limit := s.MaxVisits; (limit > 0 && sx.visit > limit && rs.runs(sx.key)+1 > limit) || sx.visit > maxVisits {
+		n := sx.visit
 		if limit == 0 {
 			limit = maxVisits
+		} else {
+			n = rs.runs(sx.key) + 1
 		}
-		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("step %q would run for the %d. time; its limit is %d (max_visits)", s.ID, sx.visit, limit), true)
+		return e.stepFailed(ctx, rs, sx, fmt.Sprintf("step %q would run for the %d. time; its limit is %d (max_visits)", s.ID, n, limit), true)
 	}
 	if s.If != "" && sx.wait == nil {
 		ok, err := condition(string(s.If), env)
@@ -224,6 +241,20 @@ func (rs *runState) visit(stepID string) int {
 		return r.Visit
 	}
 	return 0
+}
+
+// runs is how often the step recorded under key ran: its recorded
+// visits, less those that skipped it (a false `if`, a forward goto), which
+// max_visits does not count. (Only steps with max_visits ask, so walking
+// the recorded steps costs nothing elsewhere.)
+func (rs *runState) runs(key string) int {
+	n := 0
+	for _, d := range rs.done {
+		if d.key == key && d.status != "skipped" {
+			n++
+		}
+	}
+	return n
 }
 
 // commit writes c with the given next state; on success the in-memory run
@@ -422,6 +453,9 @@ type succeedOpts struct {
 	// commit that carries it went; queuedIt is set once it is queued.
 	queued   func(store.CommitResult, *Settled, error)
 	queuedIt *bool
+	// skipped are the steps a forward goto jumps over: recorded as
+	// skipped in the same commit.
+	skipped []*workflow.Step
 }
 
 // succeedStep records a completed step and moves the cursor.
@@ -454,6 +488,13 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
 	}
 	c.Events = append(c.Events, visitEvent(EventStepSucceeded, sx.s.ID, sx.visit, now))
+	skipped := make([]*result, len(o.skipped))
+	for i, s := range o.skipped {
+		v := rs.visit(s.ID) + 1
+		skipped[i] = &result{Status: "skipped", Visit: v}
+		c.Steps = append(c.Steps, store.Step{Key: s.ID, Visit: v, StepID: s.ID, Status: "skipped", StartedAt: now, FinishedAt: now})
+		c.Events = append(c.Events, visitEvent(EventStepSkipped, s.ID, v, now))
+	}
 	write := e.commit
 	switch {
 	case o.queued != nil:
@@ -469,6 +510,9 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 		return err
 	}
 	rs.record(sx.s.ID, r)
+	for i, s := range o.skipped {
+		rs.record(s.ID, skipped[i])
+	}
 	return nil
 }
 
@@ -688,7 +732,13 @@ func (e *Engine) branch(ctx context.Context, rs *runState, sx *stepExec, env map
 		if target < 0 {
 			return e.stepFailed(ctx, rs, sx, fmt.Sprintf("goto %q: no such step at this level", c.Goto), true)
 		}
-		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": c.Goto, "case": i}}, store.Commit{}, target, succeedOpts{ahead: true})
+		// A forward jump skips the steps in between: they are recorded as
+		// skipped, as a false `if` would.
+		var skipped []*workflow.Step
+		if target > rs.state.Cursor+1 {
+			skipped = rs.wf.Steps[rs.state.Cursor+1 : target]
+		}
+		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": c.Goto, "case": i}}, store.Commit{}, target, succeedOpts{ahead: true, skipped: skipped})
 	}
 	return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"goto": nil}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{ahead: true})
 }

@@ -26,6 +26,9 @@ const (
 	CodeRunPaused        = "RUN_PAUSED"
 	CodeStepNotFound     = "STEP_NOT_FOUND"
 	CodeUnsupported      = "WORKFLOW_UNSUPPORTED"
+	// CodePauseTimedOut: the pause a token names ended with its step's
+	// timeout; the step failed and the token continues nothing.
+	CodePauseTimedOut = "PAUSE_TIMED_OUT"
 )
 
 // Categories group error codes (validation | not_found | conflict |

@@ -28,8 +28,34 @@ import (
 var errBlocked = errors.New("blocked on a pause")
 
 // group executes a parallel or foreach step at the cursor.
+//
+// A group's timeout bounds the whole group, waits included: its end is
+// kept in the group's wait (TimeoutAt) while the group waits, running
+// branches are interrupted when it passes, and the group's step fails
+// (failTimedOutGroup).
 func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
-	out, failure, err := e.runGroup(ctx, rs, sx.s, "", sx.visit, env)
+	var timeoutAt time.Time
+	if sx.wait != nil {
+		timeoutAt = sx.wait.TimeoutAt
+	} else {
+		var err error
+		if timeoutAt, err = stepTimeout(sx.s, env, sx.started); err != nil {
+			return e.stepFailed(ctx, rs, sx, err.Error(), false)
+		}
+	}
+	if e.dueTimeout(&Wait{TimeoutAt: timeoutAt}) {
+		return e.failTimedOutGroup(ctx, rs, sx, env)
+	}
+	gctx := ctx
+	if !timeoutAt.IsZero() {
+		var cancel context.CancelFunc
+		gctx, cancel = context.WithDeadline(ctx, timeoutAt)
+		defer cancel()
+	}
+	out, failure, err := e.runGroup(gctx, rs, sx.s, "", sx.visit, env)
+	if ctx.Err() == nil && !timeoutAt.IsZero() && (gctx.Err() != nil || e.dueTimeout(&Wait{TimeoutAt: timeoutAt})) {
+		return e.failTimedOutGroup(ctx, rs, sx, env)
+	}
 	if errors.Is(err, errBlocked) && failure == "" {
 		// Everything that could run has run; the rest waits for answers or
 		// for sub-workflow runs.
@@ -41,7 +67,12 @@ func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[
 				// poll, half a second later).
 				c := store.Commit{Run: store.RunUpdate{Status: store.StatusWaiting},
 					Events: []store.Event{e.event(rs, EventRunPaused, sx.s.ID, map[string]any{"kind": "group", "visit": sx.visit}, e.now().UTC())}}
-				if err := e.commit(ctx, rs, c, rs.state); err != nil {
+				next := rs.state
+				if !timeoutAt.IsZero() {
+					// The run is driven again when the timeout passes.
+					next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "group", Until: timeoutAt, Started: sx.started, TimeoutAt: timeoutAt}
+				}
+				if err := e.commit(ctx, rs, c, next); err != nil {
 					return err
 				}
 			}
@@ -50,7 +81,7 @@ func (e *Engine) group(ctx context.Context, rs *runState, sx *stepExec, env map[
 		// Children are running: look again when one ends (they wake this
 		// run) or after a while (they may run in another process).
 		next := rs.state
-		next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "children", Until: e.now().UTC().Add(childPoll), Started: sx.started}
+		next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "children", Until: wakeBy(e.now().UTC().Add(childPoll), timeoutAt), Started: sx.started, TimeoutAt: timeoutAt}
 		if err := e.commit(ctx, rs, store.Commit{}, next); err != nil {
 			return err
 		}
@@ -571,17 +602,18 @@ func (e *Engine) nestedSleep(ctx context.Context, rs *runState, sx *stepExec, en
 func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Step, prefix string, env map[string]any, item any, index int) (any, string, error) {
 	local := map[string]any{}
 	visits := map[string]int{}
+	skips := map[string]int{} // visits that skipped the step: max_visits does not count them
 	var last any
 	for bi := 0; bi < len(body); {
 		b := body[bi]
 		visits[b.ID]++
 		v := visits[b.ID]
-		limit := b.MaxVisits
+		limit, n := b.MaxVisits, v-skips[b.ID]
 		if limit == 0 {
-			limit = maxVisits
+			limit, n = maxVisits, v
 		}
-		if v > limit {
-			return nil, fmt.Sprintf("step %s would run for the %d. time; its limit is %d (max_visits)", b.ID, v, limit), nil
+		if n > limit {
+			return nil, fmt.Sprintf("step %s would run for the %d. time; its limit is %d (max_visits)", b.ID, n, limit), nil
 		}
 		ienv := rs.snapshot(env, local)
 		ienv["item"], ienv["index"] = item, index
@@ -599,6 +631,9 @@ func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Ste
 			return nil, "", errBlocked
 		}
 		local[b.ID] = r.env()
+		if r.Status == "skipped" {
+			skips[b.ID]++
+		}
 		if r.Status == "failed" && !b.ContinueOnError {
 			return nil, fmt.Sprintf("step %s failed: %s", b.ID, r.Error), nil
 		}
@@ -611,12 +646,39 @@ func (e *Engine) runBody(ctx context.Context, rs *runState, body []*workflow.Ste
 					}
 				}
 			}
+			// A forward jump skips the steps in between: recorded as skipped.
+			for _, sk := range body[bi+1 : max(bi+1, next)] {
+				visits[sk.ID]++
+				skips[sk.ID]++
+				r, err := e.skipInstance(ctx, rs, sk, prefix+sk.ID, visits[sk.ID])
+				if err != nil {
+					return nil, "", err
+				}
+				local[sk.ID] = r.env()
+			}
 		} else if r.Status == "succeeded" {
 			last = r.Output
 		}
 		bi = next
 	}
 	return last, "", nil
+}
+
+// skipInstance records a body step that a forward goto jumped over as
+// skipped (or returns its record, when the item is replayed).
+func (e *Engine) skipInstance(ctx context.Context, rs *runState, s *workflow.Step, key string, visit int) (*result, error) {
+	rs.mu.Lock()
+	done, ok := rs.byKey[instanceKey(key, visit)]
+	rs.mu.Unlock()
+	if ok {
+		return done, nil
+	}
+	if ctx.Err() != nil {
+		return nil, errInterrupted
+	}
+	sx := &stepExec{s: s, key: key, visit: visit, started: e.now().UTC(), attempt: 1, iteration: 1}
+	r := &result{Status: "skipped", Visit: visit}
+	return r, e.recordInstance(ctx, rs, sx, r)
 }
 
 // bodySwitch evaluates (or replays) a switch inside a foreach body; its

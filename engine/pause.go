@@ -59,6 +59,10 @@ type Request struct {
 	Persona      string         `json:"persona,omitempty"`
 	OutputSchema map[string]any `json:"output_schema,omitempty"`
 	Context      any            `json:"context,omitempty"`
+
+	// TimeoutAt is when the step's timeout ends the pause (the step then
+	// fails); nil for a step without a timeout.
+	TimeoutAt *time.Time `json:"timeout_at,omitempty"`
 }
 
 // Pause is an open pause with its continuation token.
@@ -73,6 +77,9 @@ type Pause struct {
 // ask executes a question step: answered automatically when it can be,
 // otherwise the run pauses.
 func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	if e.timedOut(sx) {
+		return e.stepFailed(ctx, rs, sx, "timed out: no answer within "+timeoutText(sx.s, env), false)
+	}
 	q := sx.s.Ask
 	req, err := e.questionRequest(ctx, rs, sx, env)
 	if errors.Is(err, errInterrupted) {
@@ -93,16 +100,19 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 		c := store.Commit{Events: []store.Event{e.event(rs, EventStepAnswered, sx.s.ID, map[string]any{"source": source, "visit": sx.visit}, now)}}
 		return e.succeedStep(ctx, rs, sx, &result{Answer: answer}, c, rs.state.Cursor+1, succeedOpts{answer: stored})
 	}
-	return e.openPause(ctx, rs, sx, req)
+	return e.openPause(ctx, rs, sx, req, env)
 }
 
 // agent executes an agent step: the run pauses with the instructions.
 func (e *Engine) agent(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {
+	if e.timedOut(sx) {
+		return e.stepFailed(ctx, rs, sx, "timed out: the agent gave no result within "+timeoutText(sx.s, env), false)
+	}
 	req, err := agentRequest(sx.s, env)
 	if err != nil {
 		return e.stepFailed(ctx, rs, sx, err.Error(), false)
 	}
-	return e.openPause(ctx, rs, sx, req)
+	return e.openPause(ctx, rs, sx, req, env)
 }
 
 // agentRequest renders what an agent step asks for.
@@ -125,9 +135,19 @@ func agentRequest(s *workflow.Step, env map[string]any) (Request, error) {
 	return req, nil
 }
 
-func (e *Engine) openPause(ctx context.Context, rs *runState, sx *stepExec, req Request) error {
+// openPause pauses the run on the question or agent step at the cursor.
+// A step with a timeout waits on a durable wake-up at its end.
+func (e *Engine) openPause(ctx context.Context, rs *runState, sx *stepExec, req Request, env map[string]any) error {
 	now := e.now().UTC()
+	timeoutAt, err := stepTimeout(sx.s, env, now)
+	if err != nil {
+		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+	}
 	next := rs.next(sx, rs.state.Cursor)
+	if !timeoutAt.IsZero() {
+		next.Wait = &Wait{StepKey: sx.key, Visit: sx.visit, Reason: "answer", Until: timeoutAt, TimeoutAt: timeoutAt, Started: sx.started}
+		req.TimeoutAt = &timeoutAt
+	}
 	next.PauseSeq++
 	body, err := maskedJSON(rs.mask, req)
 	if err != nil {
@@ -413,6 +433,9 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	if p.StepKey != claims.StepKey {
 		return res, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, RunID: claims.RunID, Argument: "token",
 			Message: "the token does not match the pause", Suggestion: "read the run again for its open pause and that pause's token"}
+	}
+	if p.Status == store.PauseTimedOut {
+		return res, pauseTimedOut(claims.RunID, claims.StepKey)
 	}
 	if p.Status != store.PauseOpen {
 		return res, alreadyUsed(claims)

@@ -53,10 +53,13 @@ type Final struct {
 
 // Wait is a step parked until a time.
 type Wait struct {
-	StepKey string    `json:"step_key"`
-	Visit   int       `json:"visit"`
-	Reason  string    `json:"reason"` // sleep | retry | repeat
-	Until   time.Time `json:"until"`
+	StepKey string `json:"step_key"`
+	Visit   int    `json:"visit"`
+	// Reason is sleep | retry | repeat | child (a sub-workflow) | children
+	// (a group's sub-workflows) | group (a group's pauses) | answer (a
+	// question or agent step with a timeout).
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until"`
 	// Attempt is the attempt to run when the wait ends (retries);
 	// Iteration counts the runs of a repeat.
 	Attempt   int `json:"attempt,omitempty"`
@@ -65,6 +68,10 @@ type Wait struct {
 	Started time.Time `json:"started"`
 	// Child is the sub-workflow run a workflow step waits for.
 	Child string `json:"child,omitempty"`
+	// TimeoutAt is when the step's timeout ends (the current attempt's, for
+	// a sub-workflow), zero for none: a run that waits is driven again then,
+	// and the step fails.
+	TimeoutAt time.Time `json:"timeout_at,omitempty"`
 }
 
 // result is what later steps see of a step: steps.<id>.{…}.
@@ -249,7 +256,7 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 	if err != nil {
 		return nil, err
 	}
-	wf, _, err = workflow.Load(v.Definition, workflow.Options{})
+	wf, err = loadRecorded(v.Definition)
 	if err != nil {
 		return nil, fmt.Errorf("definition %s: %w", version, err)
 	}
@@ -257,6 +264,20 @@ func (e *Engine) definition(ctx context.Context, version string) (*workflow.Work
 	e.defs.add(version, wf)
 	e.defsMu.Unlock()
 	return wf, nil
+}
+
+// loadRecorded parses a recorded definition. One recorded before the
+// validator refused a modifier that the engine does not honour (such as a
+// timeout on a question inside a group) still loads, so that its runs
+// finish as they started; every other violation is an error.
+func loadRecorded(def []byte) (*workflow.Workflow, error) {
+	res := workflow.Check(def, workflow.Options{})
+	for _, v := range res.Violations {
+		if v.Rule != workflow.RuleStepKind || res.Workflow == nil {
+			return nil, &workflow.ValidationError{Violations: res.Violations}
+		}
+	}
+	return res.Workflow, nil
 }
 
 // knowDefinition makes wf the parsed workflow of version unless one is

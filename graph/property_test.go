@@ -208,10 +208,11 @@ func (g *docGen) step(depth int, jumps bool) map[string]any {
 		if rapid.Bool().Draw(g.t, "undo") {
 			s["compensate"] = map[string]any{"uses": "log"}
 		}
-		if rapid.Bool().Draw(g.t, "retry") {
+		// Inside a group only an action takes retry, and none repeat.
+		if (kind == "uses" || depth == 0) && rapid.Bool().Draw(g.t, "retry") {
 			s["retry"] = map[string]any{"attempts": rapid.IntRange(1, 5).Draw(g.t, "attempts")}
 		}
-		if rapid.Bool().Draw(g.t, "repeat") {
+		if kind == "uses" && depth == 0 && rapid.Bool().Draw(g.t, "repeat") {
 			s["repeat"] = map[string]any{"until": g.cond(), "every": "1s"}
 		}
 		s["continue_on_error"] = rapid.Bool().Draw(g.t, "continue")

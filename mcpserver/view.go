@@ -120,6 +120,9 @@ type PauseView struct {
 	Persona      string         `json:"persona,omitempty"`
 	OutputSchema map[string]any `json:"output_schema,omitempty"`
 	Context      any            `json:"context,omitempty"`
+	// TimeoutAt is when the step's timeout ends this pause: an answer must
+	// come before it (the step then fails and the token stops working).
+	TimeoutAt *time.Time `json:"timeout_at,omitempty"`
 
 	// SecretURL is a one-time page where the person types a secret
 	// (HTTP servers only). Give the person the link; never ask for the
@@ -136,7 +139,7 @@ func (s *Server) pauseView(p *engine.Pause) *PauseView {
 	v := &PauseView{Kind: p.Kind, StepID: p.StepID, RunID: p.RunID, Token: p.Token, ExpiresAt: p.ExpiresAt, Title: p.Title,
 		Prompt: p.Prompt, Help: p.Help, Type: p.Type, Choices: p.Choices, Pattern: p.Pattern, Min: p.Min, Max: p.Max,
 		Default: p.Default, Secret: p.Secret, ChoicesError: p.ChoicesError, Fields: p.Fields,
-		Instructions: p.Instructions, Persona: p.Persona, OutputSchema: p.OutputSchema, Context: p.Context}
+		Instructions: p.Instructions, Persona: p.Persona, OutputSchema: p.OutputSchema, Context: p.Context, TimeoutAt: p.TimeoutAt}
 	switch {
 	case p.Kind == engine.KindAgent:
 		v.HowToAnswer = "do what the instructions say, then call run_continue with this token and a value that matches output_schema"

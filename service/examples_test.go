@@ -128,6 +128,7 @@ func runExample(t *testing.T, f string, env map[string]string, real ...string) s
 			delete(answers, "_inputs")
 		}
 	}
+	f = withoutWaitTimeouts(t, f)
 	l, err := svc.LoadWorkflow(f)
 	if err != nil {
 		t.Fatal(err)
@@ -181,4 +182,59 @@ func runExample(t *testing.T, f string, env map[string]string, real ...string) s
 	}
 	t.Fatal("too many pauses")
 	return ""
+}
+
+// withoutWaitTimeouts copies the examples beside f into a temporary
+// directory, where the steps that wait (questions, agent steps,
+// sub-workflows, groups) have no timeout, and returns f's copy: the warped
+// clock would make each of them pass at once (a 30m timeout is three
+// reads of it). The engine's own tests cover those timeouts.
+func withoutWaitTimeouts(t *testing.T, f string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(f), "*.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range files {
+		if st, err := os.Stat(src); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if filepath.Ext(src) == ".yaml" && yaml.Unmarshal(data, &doc) == nil && dropWaitTimeouts(doc["steps"]) {
+			if data, err = yaml.Marshal(doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, filepath.Base(f))
+}
+
+// dropWaitTimeouts deletes the timeout of every step in a list (nested
+// ones too) that is not a uses step; it reports whether it deleted any.
+func dropWaitTimeouts(list any) bool {
+	steps, _ := list.([]any)
+	dropped := false
+	for _, x := range steps {
+		s, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, uses := s["uses"]; !uses {
+			if _, ok := s["timeout"]; ok {
+				delete(s, "timeout")
+				dropped = true
+			}
+		}
+		dropped = dropWaitTimeouts(s["parallel"]) || dropped
+		dropped = dropWaitTimeouts(s["steps"]) || dropped
+	}
+	return dropped
 }

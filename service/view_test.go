@@ -69,3 +69,31 @@ func TestGetRunChildrenAndInheritedPause(t *testing.T) {
 		t.Fatalf("top run at the end: %+v %v", v, err)
 	}
 }
+
+// The steps a forward goto jumps over show as skipped in the run's view
+// (run_get, stepwise show), not as missing (pending).
+func TestGetRunShowsStepsSkippedByGoto(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	lib := filepath.Join(home, "workflows")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	def := "version: 1\nname: jumper\nsteps:\n  - id: decide\n    switch:\n      - goto: done\n  - id: jumped\n    uses: noop\n  - id: done\n    uses: noop\n"
+	if err := os.WriteFile(filepath.Join(lib, "jumper.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc := openPurgeService(t, home, Options{})
+	id := start(t, svc, "jumper", store.StatusSucceeded)
+	v, err := svc.GetRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range v.Steps {
+		got = append(got, s.ID+":"+s.Status)
+	}
+	if strings.Join(got, " ") != "decide:succeeded jumped:skipped done:succeeded" {
+		t.Fatalf("steps %v", got)
+	}
+}

@@ -126,6 +126,8 @@ const (
 	PauseOpen     = "open"
 	PauseAnswered = "answered"
 	PauseCanceled = "canceled"
+	// PauseTimedOut: the step's timeout passed before an answer came.
+	PauseTimedOut = "timed_out"
 )
 
 // Pause is a run waiting for a person (question) or the agent.
@@ -212,7 +214,7 @@ type Commit struct {
 // PauseClose closes a pause.
 type PauseClose struct {
 	Seq    int64
-	Status string // PauseAnswered or PauseCanceled
+	Status string // PauseAnswered, PauseCanceled or PauseTimedOut
 	Answer json.RawMessage
 	At     time.Time
 }

@@ -166,7 +166,7 @@ func exports(s *Step) []string {
 }
 
 func (c *checker) step(s *Step, sc *scope) {
-	c.kind(s)
+	c.kind(s, sc.parent != nil)
 	p := s.Path
 	if s.Ask != nil {
 		c.ask(p+"/ask", s.Ask, false)
@@ -206,8 +206,9 @@ func (c *checker) step(s *Step, sc *scope) {
 }
 
 // kind checks that a step has exactly one kind and only the fields that
-// kind takes.
-func (c *checker) kind(s *Step) {
+// kind takes (nested: inside a parallel group or a foreach body, where the
+// engine honours fewer of them).
+func (c *checker) kind(s *Step, nested bool) {
 	ks := s.kinds()
 	name := "this step"
 	if s.ID != "" {
@@ -246,11 +247,38 @@ func (c *checker) kind(s *Step) {
 	only("with", s.With != nil, KindUses, KindWorkflow)
 	only("steps", s.Steps != nil, KindForeach)
 	only("concurrency", s.Concurrency != 0, KindForeach, KindParallel)
-	only("retry", s.Retry != nil, KindUses, KindWorkflow)
-	only("repeat", s.Repeat != nil, KindUses, KindWorkflow)
 	only("compensate", s.Compensate != nil, KindUses, KindWorkflow)
-	only("timeout", s.Timeout != "", KindUses, KindWorkflow, KindAsk, KindAgent, KindParallel, KindForeach)
-	only("continue_on_error", s.ContinueOnError, KindUses, KindWorkflow, KindAgent, KindParallel, KindForeach)
+	only("continue_on_error", s.ContinueOnError, KindUses, KindWorkflow, KindAsk, KindAgent, KindParallel, KindForeach)
+	if !nested {
+		only("retry", s.Retry != nil, KindUses, KindWorkflow)
+		only("repeat", s.Repeat != nil, KindUses)
+		only("timeout", s.Timeout != "", KindUses, KindWorkflow, KindAsk, KindAgent, KindParallel, KindForeach)
+	} else {
+		// Inside a group the engine honours an action's timeout and retry
+		// only; the group's own timeout bounds everything in it.
+		inside := func(field string, present bool, kinds ...string) {
+			if !present {
+				return
+			}
+			for _, ok := range kinds {
+				if k == ok {
+					return
+				}
+			}
+			hint := "put it on the parallel or foreach step that holds this one"
+			if field != "timeout" {
+				hint = "move the step out of the group"
+			}
+			msg := fmt.Sprintf("%q does not apply to %s steps inside a parallel group or foreach body; there it is for %s steps only", field, k, joinAnd(kinds))
+			if len(kinds) == 0 {
+				msg = fmt.Sprintf("%q does not apply to steps inside a parallel group or foreach body", field)
+			}
+			c.add(Violation{Path: s.Path + "/" + field, Pos: c.src.KeyPos(s.Path + "/" + field), Rule: RuleStepKind, Message: msg, Hint: hint})
+		}
+		inside("retry", s.Retry != nil, KindUses)
+		inside("repeat", s.Repeat != nil)
+		inside("timeout", s.Timeout != "", KindUses)
+	}
 	if k == KindForeach {
 		if str, ok := s.Foreach.(string); ok {
 			segs, err := expr.Scan(str)

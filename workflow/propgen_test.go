@@ -505,10 +505,12 @@ func (g *wfGen) step(id, kind string, sc genScope, depth int) (map[string]any, [
 		if g.chance("with", 2) {
 			s["with"] = g.with(sc)
 		}
-		if g.chance("retry", 3) {
+		// Inside a group only an action honours retry; repeat only an
+		// action at the top level.
+		if (kind == "uses" || depth == 0) && g.chance("retry", 3) {
 			s["retry"] = g.retry()
 		}
-		if g.chance("repeat", 4) {
+		if kind == "uses" && depth == 0 && g.chance("repeat", 4) {
 			r := map[string]any{"until": g.cond(self)}
 			if g.chance("repeat_every", 2) {
 				r["every"] = g.duration(sc)
@@ -621,7 +623,7 @@ func (g *wfGen) step(id, kind string, sc genScope, depth int) (map[string]any, [
 	if g.chance("step_description", 5) {
 		s["description"] = g.text("step_description")
 	}
-	if kind != "sleep" && kind != "fail" && kind != "switch" && g.chance("timeout", 4) {
+	if kind != "sleep" && kind != "fail" && kind != "switch" && (kind == "uses" || depth == 0) && g.chance("timeout", 4) {
 		s["timeout"] = g.duration(sc)
 	}
 	if kind != "ask" && kind != "sleep" && kind != "fail" && kind != "switch" && g.chance("continue_on_error", 5) {
