@@ -27,6 +27,8 @@ func nextStep(e *engine.Error) string {
 		return "`stepwise resume " + run + "` resumes it"
 	case engine.CodeStepNotFound:
 		return "give --from one of the top-level steps listed (`stepwise show " + run + "` shows the run's steps)"
+	case engine.CodePauseTimedOut:
+		return "`stepwise show " + run + "` shows the failed step; `stepwise retry " + run + "` runs it again from there"
 	case engine.CodeTokenExpired, engine.CodeTokenInvalid, engine.CodeTokenAlreadyUsed:
 		return "`stepwise show " + run + "` shows the run's state and its open pause"
 	case engine.CodeSecretInClear:

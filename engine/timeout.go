@@ -83,7 +83,7 @@ func (e *Engine) expireStep(ctx context.Context, rs *runState) error {
 func pauseTimedOut(runID, stepKey string) error {
 	return &Error{Code: CodePauseTimedOut, Category: CategoryConflict, RunID: runID, StepID: stepKey,
 		Message:    "the pause timed out: no answer came before the timeout of its step (or of the group around it), which failed",
-		Suggestion: "read the run's current state with run_get"}
+		Suggestion: "read the run's current state: its step failed with the timeout"}
 }
 
 // failTimedOutGroup ends a group whose timeout passed: its open pauses

@@ -118,6 +118,13 @@ inputs:
 steps:
   - {id: a, uses: noop}
 `
+	timedWorkflow = `version: 1
+name: timed
+steps:
+  - id: q
+    ask: {prompt: "Quick?", type: string}
+    timeout: 1h
+`
 	shellingWorkflow = `version: 1
 name: shelling
 steps:
@@ -214,6 +221,30 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	now = now.Add(48 * time.Hour)
 	mu.Unlock()
 	expect(engine.CodeTokenExpired, "run_continue", map[string]any{"token": r2.Pause.Token, "value": "Ada"})
+
+	// A question whose timeout passes before the answer: the clock moves
+	// past it and the timer loop (which polls at least every 2 s) ends it.
+	tq := start(map[string]any{"definition": timedWorkflow, "wait_seconds": 30})
+	if tq.Pause == nil {
+		t.Fatalf("timed did not pause: %+v", tq)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		var g RunResult
+		if call(t, cs, "run_get", map[string]any{"run_id": tq.RunID}, &g) {
+			t.Fatalf("run_get: %+v", g)
+		}
+		if g.Status == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the question's timeout did not fail the run: %+v", g)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	expect(engine.CodePauseTimedOut, "run_continue", map[string]any{"token": tq.Pause.Token, "value": "late"})
 
 	// A secret question answered in clear through the agent.
 	v := start(map[string]any{"workflow": "vault", "wait_seconds": 30})

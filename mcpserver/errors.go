@@ -197,6 +197,8 @@ func nextStep(e *engine.Error) string {
 		return "call run_get for the pause's fresh token, then run_continue with it"
 	case engine.CodeTokenInvalid:
 		return "call run_continue with the token exactly as returned; run_get shows the run's open pause and its token"
+	case engine.CodePauseTimedOut:
+		return "read the run with run_get: the step failed with its timeout; run_retry runs a failed run again from that step"
 	case engine.CodeTokenAlreadyUsed:
 		return "read the run's current state with run_get"
 	case engine.CodeAnswerInvalid:
