@@ -39,6 +39,27 @@ func scaleFlow(n int) string {
 	return b.String()
 }
 
+// nestedFlow nests depth groups (parallel or foreach), each holding the
+// next group and leaves steps with an if of their own.
+func nestedFlow(depth, leaves int, kind string) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: nest\ninputs:\n  mode: {type: string, default: fast}\nsteps:\n")
+	ind := "  "
+	for d := range depth {
+		if kind == "foreach" {
+			fmt.Fprintf(&b, "%s- id: g%d\n%s  foreach: ${{ [1] }}\n%s  steps:\n", ind, d, ind, ind)
+		} else {
+			fmt.Fprintf(&b, "%s- id: g%d\n%s  parallel:\n", ind, d, ind)
+		}
+		for l := range leaves {
+			fmt.Fprintf(&b, "%s    - {id: l%d_%d, if: '${{ inputs.mode == \"x\" }}', uses: log, with: {message: hi}}\n", ind, d, l)
+		}
+		ind += "    "
+	}
+	fmt.Fprintf(&b, "%s- {id: last, uses: log, with: {message: hi}}\n", ind)
+	return b.String()
+}
+
 func TestScaleFlowPlans(t *testing.T) {
 	svc := planEnv(t, nil)
 	p := planOf(t, svc, scaleFlow(200), nil)
@@ -70,19 +91,28 @@ func BenchmarkPlan(b *testing.B) {
 
 // A plan's work grows with the workflow, not with its square: planning
 // four times the steps allocates about four times as much (a plan that
-// walked the steps once per step allocated sixteen times as much).
+// walked a list once per step of it, or worked out what a group's steps
+// do once per group around them, allocated up to sixteen times as much).
 func TestPlanGrowsLinearly(t *testing.T) {
 	svc := planEnv(t, nil)
-	allocs := func(n int) float64 {
-		req := PlanRequest{Content: []byte(scaleFlow(n))}
+	allocs := func(doc string) float64 {
+		req := PlanRequest{Content: []byte(doc)}
 		return testing.AllocsPerRun(1, func() {
 			if p, err := svc.Plan(context.Background(), req); err != nil || !p.Valid {
 				t.Fatal(err, p.Violations)
 			}
 		})
 	}
-	small, large := allocs(500), allocs(2000)
-	if ratio := large / small; ratio > 6 {
-		t.Errorf("planning 2,000 steps allocates %.0f times, 500 steps %.0f times: %.1f times as much for 4 times the steps", large, small, ratio)
+	for name, flow := range map[string]func(n int) string{
+		"a list with switches": func(n int) string { return scaleFlow(500 * n) },
+		"nested foreach":       func(n int) string { return nestedFlow(10*n, 20, "foreach") },
+		"nested parallel":      func(n int) string { return nestedFlow(10*n, 20, "parallel") },
+	} {
+		small, large := allocs(flow(1)), allocs(flow(4))
+		ratio := large / small
+		t.Logf("%s: four times the steps allocate %.1f times as much", name, ratio)
+		if ratio > 6 {
+			t.Errorf("%s: four times the steps allocate %.1f times as much (%.0f, %.0f)", name, ratio, small, large)
+		}
 	}
 }

@@ -36,20 +36,42 @@ func (e ending) any() bool { return e.definite || e.possible }
 func (p *stepPlanner) analyze(steps []*workflow.Step) []node {
 	nodes := make([]node, len(steps))
 	for i, s := range steps {
-		n := node{s: s, own: p.cond(s.If)}
+		n := node{s: s, own: p.own(s)}
 		if s.Kind() == workflow.KindSwitch {
 			n.cases = p.cases(s)
 		}
-		n.ends = p.ends(s, n.own)
+		n.ends = p.ends(s)
 		nodes[i] = n
 	}
 	return nodes
 }
 
+// own decides a step's own if, once per step.
+func (p *stepPlanner) own(s *workflow.Step) verdict {
+	v, ok := p.owns[s]
+	if !ok {
+		v = p.cond(s.If)
+		p.owns[s] = v
+	}
+	return v
+}
+
 // ends tells whether a step fails the run once reached: a fail step whose
 // if holds, a step whose if cannot be evaluated, a group whose steps do.
-// continue_on_error keeps the run going.
-func (p *stepPlanner) ends(s *workflow.Step, own verdict) ending {
+// continue_on_error keeps the run going. It is worked out once per step: a
+// group's depends on every step inside it, which the lists inside ask
+// again.
+func (p *stepPlanner) ends(s *workflow.Step) ending {
+	e, ok := p.endings[s]
+	if !ok {
+		e = p.ending(s)
+		p.endings[s] = e
+	}
+	return e
+}
+
+func (p *stepPlanner) ending(s *workflow.Step) ending {
+	own := p.own(s)
 	if s.ContinueOnError || own.state == "false" {
 		return ending{}
 	}
@@ -61,7 +83,7 @@ func (p *stepPlanner) ends(s *workflow.Step, own verdict) ending {
 		e.definite = true
 	case s.Kind() == workflow.KindParallel:
 		for _, b := range s.Parallel {
-			be := p.ends(b, p.cond(b.If))
+			be := p.ends(b)
 			e.definite, e.possible = e.definite || be.definite, e.possible || be.possible
 		}
 	case s.Kind() == workflow.KindForeach:
