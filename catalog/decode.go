@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v4"
+
+	"stepwise.dev/stepwise/yamlsize"
 )
 
 // maxTreeDepth bounds how deep a document nests; deeper ones are refused
@@ -31,13 +33,33 @@ func decodeTree(data []byte) (any, error) {
 		}
 		// YAML's flow style also starts with {; if it does not read as
 		// YAML either, the JSON error is the one that helps.
-		if v, err := decodeYAML(data); err == nil {
+		v, err := decodeYAML(data)
+		var tooLarge *tooLargeError
+		switch {
+		case err == nil:
 			return v, nil
+		case errors.As(err, &tooLarge):
+			return nil, err
 		}
 		return nil, jsonErr
 	}
 	return decodeYAML(data)
 }
+
+// maxExpanded bounds, in bytes, what a YAML document stands for once its
+// aliases are expanded (yamlsize.Expanded: the text of its scalars and a
+// byte per node), or twice the document's size when that is more, so that
+// every document without aliases passes (MaxDocumentSize is half of it): a
+// megabyte scalar aliased a few thousand times is few values but gigabytes
+// of text for everything that reads them.
+const maxExpanded = 64 << 20
+
+// tooLargeError: a document expands beyond what a catalog reads.
+type tooLargeError struct {
+	reason string
+}
+
+func (e *tooLargeError) Error() string { return e.reason }
 
 // decodeYAML reads one YAML document through its node tree, which keeps
 // scalars as written until their tag says what they are.
@@ -45,6 +67,10 @@ func decodeYAML(data []byte) (any, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
+	}
+	// Measured on the node tree, before anything is built from it.
+	if limit := max(maxExpanded, 2*int64(len(data))); yamlsize.Expanded(&doc, limit) > limit {
+		return nil, &tooLargeError{fmt.Sprintf("the document expands to more than %d MiB when its YAML aliases are expanded (an alias repeated too often?)", limit>>20)}
 	}
 	// Every node of a document without aliases takes at least two bytes:
 	// more than that is an alias expanding too far.
@@ -64,7 +90,7 @@ type yamlReader struct {
 	open map[*yaml.Node]bool
 }
 
-var errYAMLTooLarge = errors.New("the YAML document expands to too many values (aliases repeated too often?)")
+var errYAMLTooLarge = &tooLargeError{"the YAML document expands to too many values (aliases repeated too often?)"}
 
 func (y *yamlReader) value(n *yaml.Node, depth int) (any, error) {
 	if depth > maxTreeDepth {

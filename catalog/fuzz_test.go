@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,10 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// Aliases that expand beyond the bound: a large scalar many times, and
+	// aliases of aliases (billion laughs).
+	f.Add([]byte("openapi: 3.0.3\npaths: {/a: {get: {description: &d '" + strings.Repeat("x", 70_000) + "', tags: [" + strings.Repeat("*d, ", 999) + "*d]}}}\n"))
+	f.Add(laughs(5, 10, 1000))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := Validate(context.Background(), data, "https://example.com/doc.yaml")
 		if r.Valid == (len(r.Problems) > 0) {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -34,7 +35,11 @@ type document struct {
 // reach its network.
 func parse(_ context.Context, data []byte) (*document, error) {
 	tree, err := decodeTree(data)
-	if err != nil {
+	var tooLarge *tooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, invalid("%v", err)
+	case err != nil:
 		return nil, invalid("the document is neither JSON nor YAML: %v", err)
 	}
 	root, ok := tree.(map[string]any)

@@ -102,6 +102,10 @@ type stepPlanner struct {
 	inputProblem func(uses string, input map[string]any) string
 	out          []PlanStep
 	steps        []*workflow.Step
+	// owns and endings hold each step's own verdict and ending once
+	// worked out.
+	owns    map[*workflow.Step]verdict
+	endings map[*workflow.Step]ending
 }
 
 // reach is whether the run gets to a step, as far as is known.
@@ -119,6 +123,7 @@ func newStepPlanner(wf *workflow.Workflow, values, envVars map[string]any, mask 
 		decideEnv: map[string]any{"inputs": values, "env": envVars},
 		renderEnv: map[string]any{"inputs": clear},
 		values:    values, clear: clear, mask: mask, inputProblem: inputProblem, steps: wf.Steps,
+		owns: map[*workflow.Step]verdict{}, endings: map[*workflow.Step]ending{},
 	}
 }
 

@@ -80,6 +80,10 @@ outputs:
 	"{\"version\": 1e400}",
 	"\ufeff{\"version\": 1}",
 	"version: 1\nname: x\nsteps:\n\t- id: a\n",
+	// Aliases that expand beyond the bound: a large scalar many times,
+	// and aliases of aliases (billion laughs).
+	"version: 1\nname: big\ndescription: &d '" + strings.Repeat("x", 20_000) + "'\ntags: [" + strings.Repeat("*d, ", 999) + "*d]\nsteps: []\n",
+	"a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
 }
 
 func FuzzCheck(f *testing.F) {

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
+
+	"stepwise.dev/stepwise/yamlsize"
 )
 
 // Pos is a 1-based line and column in a source file.
@@ -37,6 +39,13 @@ type Source struct {
 // maxNodes bounds the size of a document after alias expansion, so that a
 // few lines of YAML aliases cannot expand into gigabytes.
 const maxNodes = 100_000
+
+// maxExpanded bounds, in bytes, what a document stands for once its aliases
+// are expanded (yamlsize.Expanded: the text of its scalars and a byte per
+// node), or twice the document's size when that is more, so that every
+// document without aliases passes: a megabyte scalar aliased a few thousand
+// times is few nodes but gigabytes of text for everything that reads it.
+const maxExpanded = 16 << 20
 
 // Parse reads a YAML or JSON document. Syntax problems and structural
 // problems that the JSON data model cannot express (duplicate keys, merge
@@ -81,6 +90,10 @@ func Parse(data []byte) (*Source, []Violation) {
 		if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 			root = root.Content[0]
 		}
+	}
+	// Measured on the node tree, before anything is built from it.
+	if limit := max(maxExpanded, 2*int64(len(data))); yamlsize.Expanded(root, limit) > limit {
+		return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: fmt.Sprintf("the document expands to more than %d MiB when its aliases are expanded (an alias repeated too often?)", limit>>20)}}
 	}
 	b := builder{src: src}
 	src.root = root
