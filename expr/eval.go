@@ -6,20 +6,24 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Limits bound the cost of one expression. Expressions are evaluated in the
 // engine's hot path and may come from untrusted workflow authors, so both
-// the program size and the memory one evaluation may allocate are capped.
+// the program size and the memory one evaluation may allocate are capped
+// (the memory in bytes: MemoryLimit, budget.go).
 const (
 	// MaxNodes caps the number of AST nodes of one expression.
 	MaxNodes = 2000
-	// MemoryBudget caps the allocations of one evaluation (expr-lang units).
-	MemoryBudget = 1_000_000
 )
 
 // EvalError is an expression that failed to compile or evaluate.
@@ -35,30 +39,105 @@ func (e *EvalError) Error() string {
 
 func (e *EvalError) Unwrap() error { return e.Err }
 
-var programs sync.Map // source -> *vm.Program
+// program is a compiled expression with what its evaluation needs.
+type program struct {
+	*vm.Program
+	// checked: the program calls checked functions, which read the
+	// evaluation's budget from the environment.
+	checked bool
+	// constructs: the program builds lists or maps, which may share
+	// parts; the written size of its result is charged.
+	constructs bool
+}
 
-func compile(src string) (*vm.Program, error) {
-	if p, ok := programs.Load(src); ok {
-		return p.(*vm.Program), nil
+// MaxPrograms bounds the compiled programs kept for reuse, the most
+// recently used ones (about 1 KB each).
+const MaxPrograms = 4096
+
+var programs = newCache[string, *program](MaxPrograms) // source -> program
+
+// newCache is a bounded LRU cache (golang-lru; safe for concurrent use).
+func newCache[K comparable, V any](size int) *lru.Cache[K, V] {
+	c, err := lru.New[K, V](size)
+	if err != nil {
+		panic(err) // only for size <= 0
 	}
-	p, err := expr.Compile(src, expr.MaxNodes(MaxNodes))
+	return c
+}
+
+// compileOptions register the checked functions (funcs.go).
+var compileOptions = func() []expr.Option {
+	opts := []expr.Option{expr.MaxNodes(MaxNodes)}
+	for name, fn := range functions {
+		opts = append(opts, expr.Function(name, fn))
+	}
+	return opts
+}()
+
+func compile(src string) (*program, error) {
+	if p, ok := programs.Get(src); ok {
+		return p, nil
+	}
+	cfg := conf.CreateNew()
+	for _, op := range compileOptions {
+		op(cfg)
+	}
+	cfg.Check()
+	tree, err := parser.ParseWithConfig(src, cfg)
 	if err != nil {
 		return nil, err
 	}
-	programs.Store(src, p)
+	var w rewriter
+	w.rewrite(&tree.Node, false)
+	if _, err := new(checker.Checker).PatchAndCheck(tree, cfg); err != nil {
+		return nil, err
+	}
+	if err := optimizer.Optimize(&tree.Node, cfg); err != nil {
+		return nil, err
+	}
+	vp, err := compiler.Compile(tree, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &program{Program: vp, checked: w.checked, constructs: w.constructs}
+	programs.Add(src, p)
 	return p, nil
 }
 
-// Eval evaluates one expression against env.
+// Eval evaluates one expression against env, within a fresh memory budget
+// (MemoryLimit). A *BudgetError (errors.As) reports an evaluation that
+// would have gone past it.
 func Eval(src string, env map[string]any) (any, error) {
+	return eval(src, env, newBudget())
+}
+
+func eval(src string, env map[string]any, b *budget) (any, error) {
 	p, err := compile(src)
 	if err != nil {
 		return nil, &EvalError{Expr: src, Err: err}
 	}
-	m := vm.VM{MemoryBudget: MemoryBudget}
-	v, err := m.Run(p, env)
+	run := env
+	if p.checked {
+		run = make(map[string]any, len(env)+1)
+		for k, v := range env {
+			run[k] = v
+		}
+		run[budgetKey] = b
+	}
+	// expr-lang's own budget counts list elements; every element is
+	// charged at least a byte by ours, so it never runs out first.
+	m := vm.VM{MemoryBudget: uint(b.limit)}
+	v, err := m.Run(p.Program, run)
 	if err != nil {
 		return nil, &EvalError{Expr: src, Err: err}
+	}
+	if p.constructs {
+		// Normalizing and writing the result out must fit too.
+		s := sizer{limit: b.remaining(), copies: true}
+		s.walk(v, 0)
+		if err := b.charge("the result", s.n); s.over() || err != nil {
+			return nil, &EvalError{Expr: src, Err: &BudgetError{Limit: b.limit, What: "the result"}}
+		}
 	}
 	return normalize(v), nil
 }
@@ -107,6 +186,12 @@ func normalize(v any) any {
 // yields its typed value; otherwise the result is the text with every
 // expression replaced by its rendering (see Text).
 func Render(tmpl string, env map[string]any) (any, error) {
+	return render(tmpl, env, newBudget())
+}
+
+// render is Render within budget b: its expressions share it, and so does
+// the text they are spliced into.
+func render(tmpl string, env map[string]any, b *budget) (any, error) {
 	if !strings.Contains(tmpl, openDelim) {
 		return tmpl, nil
 	}
@@ -115,33 +200,59 @@ func Render(tmpl string, env map[string]any) (any, error) {
 		return nil, &EvalError{Expr: tmpl, Err: err}
 	}
 	if one, ok := Single(segs); ok {
-		return Eval(one.Text, env)
+		return eval(one.Text, env, b)
 	}
-	var b strings.Builder
+	var out strings.Builder
 	for _, sg := range segs {
 		if !sg.Expr {
-			b.WriteString(sg.Text)
+			out.WriteString(sg.Text)
 			continue
 		}
-		v, err := Eval(sg.Text, env)
+		v, err := eval(sg.Text, env, b)
 		if err != nil {
 			return nil, err
 		}
-		b.WriteString(Text(v))
+		if err := spliceText(&out, v, b); err != nil {
+			return nil, &EvalError{Expr: sg.Text, Err: err}
+		}
 	}
-	return b.String(), nil
+	return out.String(), nil
+}
+
+// spliceText writes v's text into out, charging what the text takes.
+func spliceText(out *strings.Builder, v any, b *budget) error {
+	var n int64
+	if s, ok := v.(string); ok {
+		n = int64(len(s))
+	} else {
+		var ok bool
+		if n, ok = textSize(v, b.remaining(), false); !ok {
+			return &BudgetError{Limit: b.limit, What: "the text"}
+		}
+	}
+	// The text is copied into the template's, which may grow twice its size.
+	if err := b.charge("the text", mul(n, 2)); err != nil {
+		return err
+	}
+	out.WriteString(Text(v))
+	return nil
 }
 
 // RenderValue renders every string inside a JSON-like value (maps, slices,
 // scalars), returning a new value; v is not modified.
+// Its expressions share one memory budget.
 func RenderValue(v any, env map[string]any) (any, error) {
+	return renderValue(v, env, newBudget())
+}
+
+func renderValue(v any, env map[string]any, b *budget) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return Render(x, env)
+		return render(x, env, b)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := RenderValue(e, env)
+			r, err := renderValue(e, env, b)
 			if err != nil {
 				return nil, err
 			}
@@ -151,7 +262,7 @@ func RenderValue(v any, env map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := RenderValue(e, env)
+			r, err := renderValue(e, env, b)
 			if err != nil {
 				return nil, err
 			}
