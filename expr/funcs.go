@@ -49,10 +49,10 @@ var checked = map[string]checkedFunc{
 	"split":      splitter("split"),
 	"splitAfter": splitter("splitAfter"),
 	"fromJSON":   checkedFromJSON,
-	"keys":       perElement("keys", 40),
-	"values":     perElement("values", 40),
-	"toPairs":    perElement("toPairs", 56),
-	"fromPairs":  perElement("fromPairs", 64),
+	"keys":       perElement("keys", 64),
+	"values":     perElement("values", 64),
+	"toPairs":    perElement("toPairs", 96),
+	"fromPairs":  perElement("fromPairs", 128),
 	"reverse":    perElement("reverse", 16),
 	"uniq":       perElement("uniq", 16),
 	"sort":       perElement("sort", 16),
@@ -496,7 +496,7 @@ func checkedMatches(b *budget, args []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.charge("matches", mul(int64(len(pattern)), 64)); err != nil {
+	if err := b.charge("matches", mul(int64(len(pattern)), 320)); err != nil {
 		return nil, err
 	}
 	if s, ok := args[0].(string); ok {
@@ -548,7 +548,8 @@ func checkedResult(b *budget, args []any) (any, error) {
 	if !ok {
 		return nil, &BudgetError{Limit: b.limit, What: "a method's result"}
 	}
-	if err := b.charge("a method's result", n); err != nil {
+	// It was built in a buffer of its own, then copied.
+	if err := b.charge("a method's result", mul(n, 2)); err != nil {
 		return nil, err
 	}
 	return args[0], nil
