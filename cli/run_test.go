@@ -171,3 +171,21 @@ func TestCancelWaitingRun(t *testing.T) {
 		t.Fatalf("second cancel: %d %q", code, errOut)
 	}
 }
+
+// A step failing on its expression's memory budget says so with its code,
+// in one line, without a stack trace.
+func TestRunExpressionBudget(t *testing.T) {
+	home := t.TempDir()
+	wf := filepath.Join(t.TempDir(), "big.yaml")
+	doc := "version: 1\nname: big\nsteps:\n  - id: big\n    uses: transform\n    with: {value: \"${{ len(repeat(repeat('x', 100000), 100000)) }}\"}\n"
+	if err := os.WriteFile(wf, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runOut(t, home, "run", wf, "--no-input")
+	if code != ExitInvalid {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitInvalid, out, errOut)
+	}
+	if !strings.Contains(out+errOut, "error in step big: EXPRESSION_BUDGET: ") || strings.Contains(out+errOut, "goroutine ") {
+		t.Fatalf("output:\n%s\n%s", out, errOut)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -69,6 +70,7 @@ func argumentsError(msg string, vs ...workflow.Violation) error {
 func toolError(log *slog.Logger, tool string, err error) *ToolError {
 	te := &ToolError{CorrelationID: uuid.Must(uuid.NewV7()).String()}
 	var ee *engine.Error
+	var be *expr.BudgetError
 	switch {
 	case errors.As(err, &ee):
 		te.ErrorCode, te.Category, te.Message = ee.Code, ee.Category, ee.Message
@@ -81,6 +83,9 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 		if ee.Code == engine.CodeShuttingDown {
 			te.Retryable = true
 		}
+	case errors.As(err, &be):
+		te.ErrorCode, te.Category, te.Message = engine.CodeExpressionBudget, engine.CategoryExecution, err.Error()
+		te.SuggestedAction = "make the expression build less: it may not allocate more than the evaluation's memory limit"
 	case errors.Is(err, context.Canceled):
 		te.ErrorCode, te.Category, te.Message, te.Retryable = CodeCanceled, engine.CategoryExecution, "the call was canceled", true
 	case errors.Is(err, context.DeadlineExceeded):
