@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"stepwise.dev/stepwise/expr"
 )
 
 func runOut(t *testing.T, home string, args ...string) (int, string, string) {
@@ -187,5 +189,24 @@ func TestRunExpressionBudget(t *testing.T) {
 	}
 	if !strings.Contains(out+errOut, "error in step big: EXPRESSION_BUDGET: ") || strings.Contains(out+errOut, "goroutine ") {
 		t.Fatalf("output:\n%s\n%s", out, errOut)
+	}
+}
+
+// --expr-memory sets the ceiling: an expression that fits the default
+// fails below it.
+func TestRunExprMemoryFlag(t *testing.T) {
+	defer expr.SetMemoryLimit(0)
+	home := t.TempDir()
+	wf := filepath.Join(t.TempDir(), "mid.yaml")
+	doc := "version: 1\nname: mid\nsteps:\n  - id: mid\n    uses: transform\n    with: {value: \"${{ len(repeat('x', 2000000)) }}\"}\n"
+	if err := os.WriteFile(wf, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runOut(t, home, "run", wf, "--no-input"); code != ExitOK {
+		t.Fatalf("default ceiling: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := runOut(t, home, "--expr-memory", "1", "run", wf, "--no-input")
+	if code != ExitInvalid || !strings.Contains(out+errOut, "EXPRESSION_BUDGET") {
+		t.Fatalf("--expr-memory 1: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
