@@ -14,7 +14,8 @@ import (
 	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
-	lru "github.com/hashicorp/golang-lru/v2"
+
+	"stepwise.dev/stepwise/cache"
 )
 
 // Limits bound the cost of one expression. Expressions are evaluated in the
@@ -54,16 +55,7 @@ type program struct {
 // recently used ones (about 1 KB each).
 const MaxPrograms = 4096
 
-var programs = newCache[string, *program](MaxPrograms) // source -> program
-
-// newCache is a bounded LRU cache (golang-lru; safe for concurrent use).
-func newCache[K comparable, V any](size int) *lru.Cache[K, V] {
-	c, err := lru.New[K, V](size)
-	if err != nil {
-		panic(err) // only for size <= 0
-	}
-	return c
-}
+var programs = cache.New[string, *program](MaxPrograms) // source -> program
 
 // compileOptions register the checked functions (funcs.go).
 var compileOptions = func() []expr.Option {

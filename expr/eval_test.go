@@ -2,6 +2,7 @@ package expr
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -90,5 +91,21 @@ func TestEvalNormalizesMaps(t *testing.T) {
 	}
 	if s != `x {"0":[2],"1":[1,3]}` {
 		t.Fatalf("got %q", s)
+	}
+}
+
+// The compiled programs kept stay at MaxPrograms however many distinct
+// expressions are evaluated, the most recently used kept.
+func TestProgramCacheIsBounded(t *testing.T) {
+	for i := range MaxPrograms + 10 {
+		if _, err := Eval(fmt.Sprintf("inputs.count + %d", i), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := programs.Len(); n != MaxPrograms {
+		t.Fatalf("%d programs kept, want the bound %d", n, MaxPrograms)
+	}
+	if !programs.Contains(fmt.Sprintf("inputs.count + %d", MaxPrograms+9)) || programs.Contains("inputs.count + 0") {
+		t.Fatal("not the most recently used kept")
 	}
 }

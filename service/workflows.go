@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/home"
 	"stepwise.dev/stepwise/library"
@@ -95,7 +96,7 @@ type Validation struct {
 // modification time, so listing a library re-validates only what changed.
 type summaryCache struct {
 	mu      sync.Mutex
-	entries map[string]cachedSummary
+	entries *cache.LRU[string, cachedSummary] // the maxSummaries files read last
 	// gen counts the files (re-)parsed: when it moves, some listing saw
 	// a library file change, and the search index rebuilds.
 	gen uint64
@@ -107,6 +108,10 @@ func (c *summaryCache) generation() uint64 {
 	defer c.mu.Unlock()
 	return c.gen
 }
+
+// maxSummaries bounds the summaries kept: a library file that fell out
+// (or one of a library bigger than this) is parsed again when listed.
+var maxSummaries = 10000 // a variable for tests
 
 type cachedSummary struct {
 	size    int64
@@ -216,9 +221,9 @@ func (s *Service) summarize(p, name string) (sum WorkflowSummary, parsed bool, e
 	}
 	s.summaries.mu.Lock()
 	if s.summaries.entries == nil {
-		s.summaries.entries = map[string]cachedSummary{}
+		s.summaries.entries = cache.New[string, cachedSummary](maxSummaries)
 	}
-	c, ok := s.summaries.entries[p]
+	c, ok := s.summaries.entries.Get(p)
 	s.summaries.mu.Unlock()
 	if ok && c.size == info.Size() && c.modTime.Equal(info.ModTime()) {
 		return c.summary, false, nil
@@ -230,7 +235,7 @@ func (s *Service) summarize(p, name string) (sum WorkflowSummary, parsed bool, e
 	res := s.check(data, filepath.Dir(p))
 	sum = summaryOf(res, name, p)
 	s.summaries.mu.Lock()
-	s.summaries.entries[p] = cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum}
+	s.summaries.entries.Add(p, cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum})
 	s.summaries.gen++
 	s.summaries.mu.Unlock()
 	return sum, true, nil
