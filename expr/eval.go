@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/checker"
@@ -49,6 +50,29 @@ type program struct {
 	// constructs: the program builds lists or maps, which may share
 	// parts; the written size of its result is charged.
 	constructs bool
+	// readsEnv: the expression names $env, so its result may hold the
+	// environment it ran with.
+	readsEnv bool
+}
+
+// envs recycles the environments checked programs run with (the caller's
+// entries and the budget): one is handed back once its evaluation is over,
+// unless the expression could have kept it ($env).
+var envs = sync.Pool{New: func() any { return map[string]any{} }}
+
+// budgetEnv is env with b under budgetKey, in a map of its own.
+func budgetEnv(env map[string]any, b *budget) map[string]any {
+	m := envs.Get().(map[string]any)
+	for k, v := range env {
+		m[k] = v
+	}
+	m[budgetKey] = b
+	return m
+}
+
+func releaseEnv(m map[string]any) {
+	clear(m)
+	envs.Put(m)
 }
 
 // MaxPrograms bounds the compiled programs kept for reuse, the most
@@ -91,7 +115,7 @@ func compile(src string) (*program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &program{Program: vp, checked: w.checked, constructs: w.constructs}
+	p := &program{Program: vp, checked: w.checked, constructs: w.constructs, readsEnv: w.readsEnv}
 	programs.Add(src, p)
 	return p, nil
 }
@@ -100,28 +124,32 @@ func compile(src string) (*program, error) {
 // (MemoryLimit). A *BudgetError (errors.As) reports an evaluation that
 // would have gone past it.
 func Eval(src string, env map[string]any) (any, error) {
-	return eval(src, env, newBudget())
+	return eval(src, env, nil)
 }
 
+// eval evaluates src within budget b; a nil b is a fresh budget, made
+// only when the program allocates anything it charges.
 func eval(src string, env map[string]any, b *budget) (any, error) {
 	p, err := compile(src)
 	if err != nil {
 		return nil, &EvalError{Expr: src, Err: err}
 	}
-	run := env
-	if p.checked {
-		run = make(map[string]any, len(env)+1)
-		for k, v := range env {
-			run[k] = v
-		}
-		run[budgetKey] = b
+	if b == nil && (p.checked || p.constructs) {
+		b = newBudget()
 	}
-	// expr-lang's own budget counts list elements; every element is
-	// charged at least a byte by ours, so it never runs out first.
-	m := vm.VM{MemoryBudget: uint(b.limit)}
-	v, err := m.Run(p.Program, run)
+	limit := MemoryLimit()
+	if b != nil {
+		limit = b.limit
+	}
+	if p.checked {
+		env = budgetEnv(env, b)
+		if !p.readsEnv {
+			defer releaseEnv(env)
+		}
+	}
+	v, err := run(src, p, env, uint(limit))
 	if err != nil {
-		return nil, &EvalError{Expr: src, Err: err}
+		return nil, err
 	}
 	if p.constructs {
 		// Normalizing and writing the result out must fit too.
@@ -132,6 +160,17 @@ func eval(src string, env map[string]any, b *budget) (any, error) {
 		}
 	}
 	return normalize(v), nil
+}
+
+// run runs a program. expr-lang's own budget counts list elements; every
+// element is charged at least a byte by ours, so it never runs out first.
+func run(src string, p *program, env map[string]any, limit uint) (any, error) {
+	m := vm.VM{MemoryBudget: limit}
+	v, err := m.Run(p.Program, env)
+	if err != nil {
+		return nil, &EvalError{Expr: src, Err: err}
+	}
+	return v, nil
 }
 
 // normalize turns the maps some builtins build (fromPairs, groupBy:
@@ -178,11 +217,11 @@ func normalize(v any) any {
 // yields its typed value; otherwise the result is the text with every
 // expression replaced by its rendering (see Text).
 func Render(tmpl string, env map[string]any) (any, error) {
-	return render(tmpl, env, newBudget())
+	return render(tmpl, env, nil)
 }
 
-// render is Render within budget b: its expressions share it, and so does
-// the text they are spliced into.
+// render is Render within budget b (nil: a fresh one): its expressions
+// share it, and so does the text they are spliced into.
 func render(tmpl string, env map[string]any, b *budget) (any, error) {
 	if !strings.Contains(tmpl, openDelim) {
 		return tmpl, nil
@@ -193,6 +232,9 @@ func render(tmpl string, env map[string]any, b *budget) (any, error) {
 	}
 	if one, ok := Single(segs); ok {
 		return eval(one.Text, env, b)
+	}
+	if b == nil {
+		b = newBudget()
 	}
 	var out strings.Builder
 	for _, sg := range segs {

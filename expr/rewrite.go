@@ -13,6 +13,7 @@ import (
 type rewriter struct {
 	checked    bool // a checked function is called
 	constructs bool // the expression builds lists or maps
+	readsEnv   bool // the expression names $env
 }
 
 // allocating are the predicate builtins that build a result per element
@@ -52,6 +53,10 @@ func isNumber(n ast.Node) bool {
 func (w *rewriter) rewrite(node *ast.Node, loop bool) {
 	switch n := (*node).(type) {
 	case nil:
+	case *ast.IdentifierNode:
+		if n.Value == "$env" {
+			w.readsEnv = true
+		}
 	case *ast.UnaryNode:
 		w.rewrite(&n.Node, loop)
 	case *ast.BinaryNode:
