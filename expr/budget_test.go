@@ -180,3 +180,26 @@ func TestCheckedFunctionsAreInternal(t *testing.T) {
 		t.Fatalf("calling a checked function directly: got %v, want errNoBudget", err)
 	}
 }
+
+// uniq keeps the first of every group of equal values, numbers compared as
+// numbers, as expr-lang's does, without comparing every pair.
+func TestUniq(t *testing.T) {
+	for src, want := range map[string]string{
+		`uniq([1, 1.0, "1", 2, 2, true, true, nil, nil, "a", "a"])`: `[1,"1",2,true,null,"a"]`,
+		`uniq([[1], [1], {"a": 1}, {"a": 1}, [2]])`:                 `[[1],{"a":1},[2]]`,
+		`uniq([3, 1, 3, 2, 1])`:                                     `[3,1,2]`,
+		`uniq([])`:                                                  `[]`,
+		`len(uniq(1..200000))`:                                      `200000`,
+		`len(uniq(map(1..200000, # % 7)))`:                          `7`,
+		`uniq([-0.0, 0])`:                                           `[-0]`,
+	} {
+		v, err := Eval(src, nil)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := Text(v); got != want {
+			t.Errorf("%s = %s, want %s", src, got, want)
+		}
+	}
+}

@@ -3,8 +3,10 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -54,7 +56,7 @@ var checked = map[string]checkedFunc{
 	"toPairs":    perElement("toPairs", 96),
 	"fromPairs":  perElement("fromPairs", 128),
 	"reverse":    perElement("reverse", 16),
-	"uniq":       perElement("uniq", 16),
+	"uniq":       checkedUniq,
 	"sort":       perElement("sort", 16),
 	"concat":     checkedConcat,
 	"flatten":    perLeaf("flatten", 32),
@@ -553,4 +555,90 @@ func checkedResult(b *budget, args []any) (any, error) {
 		return nil, err
 	}
 	return args[0], nil
+}
+
+// checkedUniq is uniq in linear time for scalars (expr-lang's compares
+// every element with every one kept: quadratic): numbers, strings, bools
+// and nil are found in a set by a key that is equal when expr-lang's ==
+// holds (1 and 1.0 are equal; an integer a float64 cannot hold exactly
+// equals only itself); other values (lists, maps) are compared with ==
+// against the other non-scalars kept.
+func checkedUniq(b *budget, args []any) (any, error) {
+	if err := wantArgs("uniq", args, 1, 1); err != nil {
+		return nil, err
+	}
+	rv := reflect.ValueOf(args[0])
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, fmt.Errorf("uniq: cannot uniq %T", args[0])
+	}
+	n := rv.Len()
+	if err := b.charge("uniq()", mul(int64(n), 64)); err != nil {
+		return nil, err
+	}
+	type key struct {
+		kind byte // 'n' number, 'i' int not exact as a float, 's' string, 'b' bool, '0' nil
+		f    float64
+		i    int64
+		s    string
+	}
+	seen := make(map[key]bool, n)
+	var others []any
+	out := []any{}
+	for i := 0; i < n; i++ {
+		v := rv.Index(i).Interface()
+		var k key
+		switch x := v.(type) {
+		case nil:
+			k = key{kind: '0'}
+		case bool:
+			k = key{kind: 'b'}
+			if x {
+				k.i = 1
+			}
+		case string:
+			k = key{kind: 's', s: x}
+		case float64:
+			k = key{kind: 'n', f: x}
+		case float32:
+			k = key{kind: 'n', f: float64(x)}
+		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+			k.kind, k.f, k.i = intKey(reflect.ValueOf(x))
+		default:
+			if slices.ContainsFunc(others, func(o any) bool { return runtime.Equal(o, v) }) {
+				continue
+			}
+			others = append(others, v)
+			out = append(out, v)
+			continue
+		}
+		if k.kind == 'n' && k.f != k.f { // NaN equals nothing, itself included
+			out = append(out, v)
+			continue
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// intKey is the uniq key of an integer: its float64 when that holds it
+// exactly (so that it equals the same float), else the integer itself.
+func intKey(rv reflect.Value) (kind byte, f float64, i int64) {
+	if rv.CanUint() {
+		u := rv.Uint()
+		if u > math.MaxInt64 {
+			return 'u', float64(u), int64(u - math.MaxInt64 - 1)
+		}
+		i = int64(u)
+	} else {
+		i = rv.Int()
+	}
+	f = float64(i)
+	if f >= -(1<<63) && f < 1<<63 && int64(f) == i {
+		return 'n', f, 0
+	}
+	return 'i', 0, i
 }
