@@ -29,17 +29,32 @@ func SetMemoryLimit(n int64) int64 {
 // MemoryLimit is the current memory ceiling of one evaluation, in bytes.
 func MemoryLimit() int64 { return memoryLimit.Load() }
 
+// MaxLoopSteps bounds the work of one evaluation's loops (map, filter,
+// all, reduce, … over a list): a loop, when it starts, counts its
+// predicate's syntax nodes once per element, so nested loops over big
+// lists stop before they start (about a second or two of work at most)
+// instead of running for hours.
+const MaxLoopSteps = 50_000_000
+
+var loopSteps int64 = MaxLoopSteps // a variable for tests
+
 // BudgetError is an evaluation that would allocate more than its memory
-// ceiling. It is refused before the allocation; the engine fails the step
-// with the code EXPRESSION_BUDGET.
+// ceiling (refused before the allocation), or whose loops would run past
+// MaxLoopSteps. The engine fails the step with the code EXPRESSION_BUDGET.
 type BudgetError struct {
-	// Limit is the ceiling in bytes.
+	// Limit is the ceiling: bytes, or loop steps when Steps is set.
 	Limit int64
-	// What names what would have been built (a builtin, "+", a range, the result).
+	// What names what would have been built (a builtin, "+", a range, the
+	// result) or run (the loops).
 	What string
+	// Steps: the loops ran out of steps (not memory).
+	Steps bool
 }
 
 func (e *BudgetError) Error() string {
+	if e.Steps {
+		return fmt.Sprintf("expression step budget exceeded: %s would take the evaluation past its limit of %d loop steps", e.What, e.Limit)
+	}
 	return fmt.Sprintf("expression memory budget exceeded: %s would take the evaluation past its limit of %s", e.What, byteSize(e.Limit))
 }
 
@@ -57,6 +72,7 @@ func byteSize(n int64) string {
 // goroutine at a time (one evaluation).
 type budget struct {
 	limit, used int64
+	steps       int64 // loop steps taken
 }
 
 func newBudget() *budget { return &budget{limit: MemoryLimit()} }
@@ -68,6 +84,15 @@ func (b *budget) charge(what string, n int64) error {
 		return &BudgetError{Limit: b.limit, What: what}
 	}
 	b.used += n
+	return nil
+}
+
+// step books n loop steps, or refuses them once MaxLoopSteps are taken.
+func (b *budget) step(n int64) error {
+	b.steps += n
+	if b.steps > loopSteps {
+		return &BudgetError{Limit: loopSteps, What: "the loops", Steps: true}
+	}
 	return nil
 }
 

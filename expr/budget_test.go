@@ -203,3 +203,25 @@ func TestUniq(t *testing.T) {
 		}
 	}
 }
+
+// Loops stop after their step budget: nested loops over big ranges fail
+// with a *BudgetError instead of running for hours; ordinary loops run.
+func TestLoopSteps(t *testing.T) {
+	defer func(n int64) { loopSteps = n }(loopSteps)
+	loopSteps = 100_000
+	for _, src := range []string{
+		`reduce(1..1000000, reduce(1..1000000, #acc + 1, 0), 0)`,
+		`let r = 1..100000; all(r, all(r, true))`,
+		`count(1..1000, count(1..1000, # > 0) == 1000)`,
+		`sortBy(1..10000, len(filter(1..100, # > 50)))`,
+	} {
+		_, err := Eval(src, nil)
+		var be *BudgetError
+		if !errors.As(err, &be) || !be.Steps || be.Limit != loopSteps {
+			t.Errorf("%s: got %v, want a *BudgetError of the loop steps", src, err)
+		}
+	}
+	if v, err := Eval(`reduce(1..1000, #acc + #, 0)`, nil); err != nil || v != 500500 {
+		t.Fatalf("a loop within its steps: %v, %v", v, err)
+	}
+}

@@ -65,7 +65,7 @@ var checked = map[string]checkedFunc{
 	opAdd:     checkedAdd,
 	opRange:   checkedRange,
 	opMatches: checkedMatches,
-	opEach:    checkedEach,
+	opLoop:    checkedLoop,
 	opLiteral: checkedLiteral,
 	opResult:  checkedResult,
 }
@@ -76,7 +76,7 @@ const (
 	opAdd     = "+"       // a + b: string concatenation
 	opRange   = ".."      // a..b
 	opMatches = "matches" // a matches b with a pattern computed at run time
-	opEach    = "each"    // the list a map, filter, groupBy or sortBy iterates (its result per element)
+	opLoop    = "loop"    // the list a predicate builtin (map, filter, all, reduce, …) iterates
 	opLiteral = "literal" // an array or map literal inside a loop
 	opResult  = "result"  // what a method call returns
 )
@@ -511,14 +511,18 @@ func checkedMatches(b *budget, args []any) (any, error) {
 	return regexp.Match(pattern, bs)
 }
 
-// checkedEach charges what a map, filter, groupBy or sortBy builds for
-// each element of the list it is about to iterate, and returns the list.
-func checkedEach(b *budget, args []any) (any, error) {
-	if err := wantArgs("each", args, 2, 2); err != nil {
+// checkedLoop charges a loop about to iterate a list, for all its elements:
+// the bytes its result takes per element, and the steps its predicate
+// takes per element (its size). It returns the list.
+func checkedLoop(b *budget, args []any) (any, error) {
+	if err := wantArgs("loop", args, 3, 3); err != nil {
 		return nil, err
 	}
-	per := int64(runtime.ToInt(args[1]))
-	if err := b.charge("the loop's result", mul(length(args[0]), per)); err != nil {
+	n := length(args[0])
+	if err := b.charge("the loop's result", mul(n, int64(runtime.ToInt(args[1])))); err != nil {
+		return nil, err
+	}
+	if err := b.step(mul(n, int64(runtime.ToInt(args[2])))); err != nil {
 		return nil, err
 	}
 	return args[0], nil

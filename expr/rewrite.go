@@ -19,7 +19,8 @@ type rewriter struct {
 // allocating are the predicate builtins that build a result per element
 // of the list they iterate, with its cost per element: the result's slot
 // and the VM stack it is gathered on (map, filter), the groups (groupBy),
-// the values and items sorted (sortBy).
+// the values and items sorted (sortBy). The other predicate builtins build
+// nothing of their own.
 var allocating = map[string]int{"map": 48, "filter": 48, "groupBy": 96, "sortBy": 32}
 
 // predicates are the builtins whose second argument is evaluated per element.
@@ -98,15 +99,24 @@ func (w *rewriter) rewrite(node *ast.Node, loop bool) {
 		for i := range n.Arguments {
 			w.rewrite(&n.Arguments[i], loop || (pred && i == 1))
 		}
-		if per, ok := allocating[n.Name]; ok && len(n.Arguments) > 0 {
-			w.constructs = true
+		if pred && len(n.Arguments) > 0 {
+			// The loop is charged when it starts, for all its elements:
+			// what its result takes per element, and its predicate's
+			// size per element in steps.
+			per, allocates := allocating[n.Name]
+			if allocates || n.Name == "reduce" {
+				w.constructs = true
+			}
+			weight := 1
+			if len(n.Arguments) > 1 {
+				weight = size(n.Arguments[1])
+			}
 			perNode := &ast.IntegerNode{Value: per}
 			perNode.SetLocation(n.Location())
-			n.Arguments[0] = w.call(opEach, n, n.Arguments[0], perNode)
+			weightNode := &ast.IntegerNode{Value: weight}
+			weightNode.SetLocation(n.Location())
+			n.Arguments[0] = w.call(opLoop, n, n.Arguments[0], perNode, weightNode)
 			return
-		}
-		if n.Name == "reduce" {
-			w.constructs = true
 		}
 		if _, ok := checked[n.Name]; ok {
 			w.constructs = true
@@ -146,3 +156,14 @@ func (w *rewriter) rewrite(node *ast.Node, loop bool) {
 		w.rewrite(&n.Value, loop)
 	}
 }
+
+// size counts the nodes of a tree.
+func size(n ast.Node) int {
+	var c counter
+	ast.Walk(&n, &c)
+	return int(c)
+}
+
+type counter int
+
+func (c *counter) Visit(*ast.Node) { *c++ }
