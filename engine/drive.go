@@ -483,7 +483,7 @@ func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg
 	c := store.Commit{
 		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: attempt, StartedAt: sx.started, FinishedAt: now}},
 		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
-		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, failedPayload(sx, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}), now)},
+		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, withCode(sx.code, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}), now)},
 	}
 	if sx.wait == nil {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
@@ -496,7 +496,7 @@ func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg
 		rs.record(sx.s.ID, r)
 		return nil
 	}
-	runErr, _ := json.Marshal(failedPayload(sx, map[string]any{"message": msg, "step_id": sx.s.ID}))
+	runErr, _ := json.Marshal(withCode(sx.code, map[string]any{"message": msg, "step_id": sx.s.ID}))
 	next := rs.next(sx, rs.state.Cursor)
 	if e.needsFinishing(rs) {
 		// Undo what completed, run the on_failure hooks, then fail.
@@ -522,7 +522,7 @@ func (e *Engine) succeed(ctx context.Context, rs *runState) error {
 		v, err := expr.RenderValue(tmpl, env)
 		if err != nil {
 			msg := rs.mask.Mask(fmt.Sprintf("output %q: %v", name, err))
-			runErr, _ := json.Marshal(failedPayload(&stepExec{code: failureCode(err)}, map[string]any{"message": msg}))
+			runErr, _ := json.Marshal(withCode(failureCode(err), map[string]any{"message": msg}))
 			return e.commit(ctx, rs, store.Commit{
 				Run:    store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now},
 				Events: []store.Event{e.event(rs, EventRunFailed, "", map[string]any{"error": msg}, now)},

@@ -30,10 +30,10 @@ func (e *Engine) stepFailedErr(ctx context.Context, rs *runState, sx *stepExec, 
 	return e.stepFailed(ctx, rs, sx, prefix+err.Error(), fatal)
 }
 
-// failedPayload adds the failure's code to what a failure records.
-func failedPayload(sx *stepExec, m map[string]any) map[string]any {
-	if sx.code != "" {
-		m["code"] = sx.code
+// withCode adds a failure's code, if any, to what the failure records.
+func withCode(code string, m map[string]any) map[string]any {
+	if code != "" {
+		m["code"] = code
 	}
 	return m
 }
