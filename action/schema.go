@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/schema"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -38,12 +39,16 @@ func InfoOf(a Action) Info {
 	return info
 }
 
-// schemaCache holds compiled input schemas by action name. An action that
-// is replaced (Register) drops its entry.
+// schemaCache holds compiled input schemas by action name, the
+// maxSchemas most recently used (catalogs can register thousands of
+// operations). An action that is replaced (Register) drops its entry.
 type schemaCache struct {
-	mu       sync.Mutex
-	compiled map[string]compiledSchema
+	mu       sync.Mutex // one compile per action at a time
+	compiled *cache.LRU[string, compiledSchema]
 }
+
+// maxSchemas bounds the compiled input schemas kept.
+var maxSchemas = 4096 // a variable for tests
 
 // compiledSchema is an action's compiled input schema and whether an empty
 // object passes it. Validation depends on nothing but the schema and the
@@ -64,15 +69,15 @@ func (c *schemaCache) get(a Action) (compiledSchema, error) {
 	defer c.mu.Unlock()
 	// Looked up before building the schema: every step of every run
 	// checks its input here, and building the schema's map allocates.
-	if s, ok := c.compiled[a.Name()]; ok {
-		return s, nil // a nil schema for an action without an input schema
-	}
 	if c.compiled == nil {
-		c.compiled = map[string]compiledSchema{}
+		c.compiled = cache.New[string, compiledSchema](maxSchemas)
+	}
+	if s, ok := c.compiled.Get(a.Name()); ok {
+		return s, nil // a nil schema for an action without an input schema
 	}
 	doc := d.InputSchema()
 	if doc == nil {
-		c.compiled[a.Name()] = compiledSchema{}
+		c.compiled.Add(a.Name(), compiledSchema{})
 		return compiledSchema{}, nil
 	}
 	s, err := schema.Compile(doc)
@@ -80,13 +85,15 @@ func (c *schemaCache) get(a Action) (compiledSchema, error) {
 		return compiledSchema{}, fmt.Errorf("input schema of %s: %w", a.Name(), err)
 	}
 	cs := compiledSchema{schema: s, emptyOK: s.Validate(map[string]any{}) == nil}
-	c.compiled[a.Name()] = cs
+	c.compiled.Add(a.Name(), cs)
 	return cs, nil
 }
 
 func (c *schemaCache) drop(name string) {
 	c.mu.Lock()
-	delete(c.compiled, name)
+	if c.compiled != nil {
+		c.compiled.Remove(name)
+	}
 	c.mu.Unlock()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store/sqlite"
 )
@@ -28,6 +29,7 @@ type globals struct {
 	durability string
 	tokenTTL   time.Duration
 	workspace  string
+	exprMemory int // MiB; 0: the default
 }
 
 func (g *globals) register(cmd *cobra.Command) {
@@ -35,6 +37,7 @@ func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
 	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
 	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", "the directory shell and file actions work in (default HOME/workspace)")
+	cmd.PersistentFlags().IntVar(&g.exprMemory, "expr-memory", int(expr.DefaultMemoryLimit>>20), "the memory one expression evaluation may allocate, in MiB (EXPRESSION_BUDGET past it)")
 }
 
 func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Service, error) {
@@ -64,6 +67,10 @@ func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.
 	if g.tokenTTL <= 0 {
 		return nil, usageErr("--token-ttl must be positive")
 	}
+	if g.exprMemory <= 0 {
+		return nil, usageErr("--expr-memory must be positive")
+	}
+	expr.SetMemoryLimit(int64(g.exprMemory) << 20)
 	opts.Home, opts.Durability, opts.TokenTTL, opts.Workspace = g.home, g.durability, g.tokenTTL, g.workspace
 	svc, err := service.Open(ctx, opts)
 	if err != nil {

@@ -416,8 +416,12 @@ func printHuman(w io.Writer, v *service.RunView) {
 		var e struct {
 			Message string `json:"message"`
 			StepID  string `json:"step_id"`
+			Code    string `json:"code"`
 		}
 		if json.Unmarshal(v.Error, &e) == nil && e.Message != "" {
+			if e.Code != "" {
+				e.Message = e.Code + ": " + e.Message
+			}
 			if e.StepID != "" {
 				fmt.Fprintf(w, "error in step %s: %s\n", e.StepID, e.Message)
 			} else {

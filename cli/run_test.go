@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"stepwise.dev/stepwise/expr"
 )
 
 func runOut(t *testing.T, home string, args ...string) (int, string, string) {
@@ -169,5 +171,42 @@ func TestCancelWaitingRun(t *testing.T) {
 	code, _, errOut = runOut(t, home, "cancel", id)
 	if code != ExitInvalid || !strings.Contains(errOut, "already finished") {
 		t.Fatalf("second cancel: %d %q", code, errOut)
+	}
+}
+
+// A step failing on its expression's memory budget says so with its code,
+// in one line, without a stack trace.
+func TestRunExpressionBudget(t *testing.T) {
+	home := t.TempDir()
+	wf := filepath.Join(t.TempDir(), "big.yaml")
+	doc := "version: 1\nname: big\nsteps:\n  - id: big\n    uses: transform\n    with: {value: \"${{ len(repeat(repeat('x', 100000), 100000)) }}\"}\n"
+	if err := os.WriteFile(wf, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runOut(t, home, "run", wf, "--no-input")
+	if code != ExitInvalid {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitInvalid, out, errOut)
+	}
+	if !strings.Contains(out+errOut, "error in step big: EXPRESSION_BUDGET: ") || strings.Contains(out+errOut, "goroutine ") {
+		t.Fatalf("output:\n%s\n%s", out, errOut)
+	}
+}
+
+// --expr-memory sets the ceiling: an expression that fits the default
+// fails below it.
+func TestRunExprMemoryFlag(t *testing.T) {
+	defer expr.SetMemoryLimit(0)
+	home := t.TempDir()
+	wf := filepath.Join(t.TempDir(), "mid.yaml")
+	doc := "version: 1\nname: mid\nsteps:\n  - id: mid\n    uses: transform\n    with: {value: \"${{ len(repeat('x', 2000000)) }}\"}\n"
+	if err := os.WriteFile(wf, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runOut(t, home, "run", wf, "--no-input"); code != ExitOK {
+		t.Fatalf("default ceiling: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := runOut(t, home, "--expr-memory", "1", "run", wf, "--no-input")
+	if code != ExitInvalid || !strings.Contains(out+errOut, "EXPRESSION_BUDGET") {
+		t.Fatalf("--expr-memory 1: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"sync"
 
+	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -12,8 +12,12 @@ import (
 const MaxChildren = 1000
 
 // spawns remembers, by version, whether a definition has a sub-workflow
-// step (definitions never change under a version).
-var spawns sync.Map // version → bool
+// step (definitions never change under a version): the maxSpawns most
+// recently used versions (a version that falls out is looked at again).
+var spawns = cache.New[string, bool](maxSpawns) // version → has a sub-workflow step
+
+// maxSpawns bounds spawns (a few dozen bytes per version).
+const maxSpawns = 4096
 
 // mayHaveChildren reports whether runs of a version can have child runs.
 // Children are started only by sub-workflow steps (at the top level or
@@ -21,8 +25,8 @@ var spawns sync.Map // version → bool
 // definition without such a step never has any: the read path then skips
 // looking for them. Unknown versions may.
 func (e *Engine) mayHaveChildren(ctx context.Context, version string) bool {
-	if v, ok := spawns.Load(version); ok {
-		return v.(bool)
+	if has, ok := spawns.Get(version); ok {
+		return has
 	}
 	wf, err := e.definition(ctx, version)
 	if err != nil {
@@ -35,7 +39,7 @@ func (e *Engine) mayHaveChildren(ctx context.Context, version string) bool {
 			break
 		}
 	}
-	spawns.Store(version, has)
+	spawns.Add(version, has)
 	return has
 }
 

@@ -156,7 +156,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	if s.If != "" && sx.wait == nil {
 		ok, err := condition(string(s.If), env)
 		if err != nil {
-			return e.stepFailed(ctx, rs, sx, "if: "+err.Error(), false)
+			return e.stepFailedErr(ctx, rs, sx, "if: ", err, false)
 		}
 		if !ok {
 			return e.skip(ctx, rs, sx)
@@ -203,6 +203,8 @@ type stepExec struct {
 	attempt, iteration int
 	// wait is the wake-up this execution continues, if any.
 	wait *Wait
+	// code classifies the failure being recorded (exprerr.go), if any.
+	code string
 }
 
 // idempotencyKey names one execution of a step for the callee: run/key,
@@ -541,6 +543,8 @@ func failureOf(err error) failure {
 // step's failure, the step, its action and what an HTTP response said
 // (the body's start, secrets masked).
 type RunError struct {
+	// Code classifies the failure where one applies (EXPRESSION_BUDGET).
+	Code         string `json:"code,omitempty"`
 	Message      string `json:"message"`
 	StepID       string `json:"step_id,omitempty"`
 	Action       string `json:"action,omitempty"`
@@ -556,7 +560,7 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 	c := store.Commit{
 		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: attempt, StartedAt: sx.started, FinishedAt: now}},
 		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
-		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}, now)},
+		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, withCode(sx.code, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}), now)},
 	}
 	if sx.wait == nil {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
@@ -569,7 +573,7 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 		rs.record(sx.s.ID, r)
 		return nil
 	}
-	runErr, _ := json.Marshal(RunError{Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
+	runErr, _ := json.Marshal(RunError{Code: sx.code, Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
 		HTTPStatus: f.httpStatus, ResponseBody: rs.mask.Mask(f.responseBody)})
 	next := rs.next(sx, rs.state.Cursor)
 	if e.needsFinishing(rs) {
@@ -596,7 +600,7 @@ func (e *Engine) succeed(ctx context.Context, rs *runState) error {
 		v, err := expr.RenderValue(tmpl, env)
 		if err != nil {
 			msg := rs.mask.Mask(fmt.Sprintf("output %q: %v", name, err))
-			runErr, _ := json.Marshal(map[string]any{"message": msg})
+			runErr, _ := json.Marshal(withCode(failureCode(err), map[string]any{"message": msg}))
 			return e.commit(ctx, rs, store.Commit{
 				Run:    store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now},
 				Events: []store.Event{e.event(rs, EventRunFailed, "", map[string]any{"error": msg}, now)},
@@ -627,7 +631,7 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 	if s.With != nil {
 		rendered, err := expr.RenderValue(s.With, env)
 		if err != nil {
-			return e.stepFailed(ctx, rs, sx, "with: "+err.Error(), false)
+			return e.stepFailedErr(ctx, rs, sx, "with: ", err, false)
 		}
 		input, _ = rendered.(map[string]any)
 	}
@@ -717,7 +721,7 @@ func (e *Engine) branch(ctx context.Context, rs *runState, sx *stepExec, env map
 		if c.If != "" {
 			ok, err := condition(string(c.If), env)
 			if err != nil {
-				return e.stepFailed(ctx, rs, sx, fmt.Sprintf("case %d: %v", i+1, err), false)
+				return e.stepFailedErr(ctx, rs, sx, fmt.Sprintf("case %d: ", i+1), err, false)
 			}
 			if !ok {
 				continue

@@ -84,7 +84,6 @@ type Engine struct {
 	bus       *bus
 	workflows func(ctx context.Context, name, dir string) (*WorkflowDef, error)
 
-	defsMu  sync.Mutex
 	defs    *lru[*workflow.Workflow] // parsed definitions by version (lru.go)
 	schemas *lru[*schema.Schema]     // compiled output schemas by version and step
 

@@ -1,6 +1,6 @@
 package engine
 
-import "container/list"
+import "stepwise.dev/stepwise/cache"
 
 // The engine keeps what it parsed or compiled per workflow version — the
 // definitions and the agent steps' output schemas — so that a run does not
@@ -16,49 +16,7 @@ var (
 	maxSchemas     = 1024
 )
 
-// lru is a map bounded to its limit most recently used entries. It is not
-// safe for concurrent use: the engine's defsMu guards its caches.
-type lru[V any] struct {
-	limit int
-	m     map[string]*list.Element
-	order list.List // of *lruEntry[V], the most recently used first
-}
+// lru is the process's bounded cache (package cache) keyed by string.
+type lru[V any] = cache.LRU[string, V]
 
-type lruEntry[V any] struct {
-	key string
-	val V
-}
-
-func newLRU[V any](limit int) *lru[V] {
-	return &lru[V]{limit: limit, m: map[string]*list.Element{}}
-}
-
-// get returns the value of key and marks it used.
-func (c *lru[V]) get(key string) (V, bool) {
-	el, ok := c.m[key]
-	if !ok {
-		var zero V
-		return zero, false
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*lruEntry[V]).val, true
-}
-
-// add sets key to v, marks it used, and drops the least recently used
-// entry when there are more than limit.
-func (c *lru[V]) add(key string, v V) {
-	if el, ok := c.m[key]; ok {
-		el.Value.(*lruEntry[V]).val = v
-		c.order.MoveToFront(el)
-		return
-	}
-	c.m[key] = c.order.PushFront(&lruEntry[V]{key: key, val: v})
-	if c.order.Len() > c.limit {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.m, last.Value.(*lruEntry[V]).key)
-	}
-}
-
-// len is the number of entries kept.
-func (c *lru[V]) len() int { return c.order.Len() }
+func newLRU[V any](limit int) *lru[V] { return cache.New[string, V](limit) }

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // TestLRUKeepsTheMostRecentlyUsed checks the cache against a model: after
@@ -27,7 +28,7 @@ func TestLRUKeepsTheMostRecentlyUsed(t *testing.T) {
 		for i := range rapid.IntRange(0, 60).Draw(t, "ops") {
 			k := fmt.Sprintf("k%d", rapid.IntRange(0, 7).Draw(t, "key"))
 			if rapid.Bool().Draw(t, "add") {
-				c.add(k, i)
+				c.Add(k, i)
 				values[k] = i
 				use(k)
 				if len(recent) > limit {
@@ -36,7 +37,7 @@ func TestLRUKeepsTheMostRecentlyUsed(t *testing.T) {
 				}
 				continue
 			}
-			v, ok := c.get(k)
+			v, ok := c.Get(k)
 			want, kept := values[k]
 			if ok != kept || (ok && v != want) {
 				t.Fatalf("get %s = %d, %v; the model has %d, %v", k, v, ok, want, kept)
@@ -45,11 +46,11 @@ func TestLRUKeepsTheMostRecentlyUsed(t *testing.T) {
 				use(k)
 			}
 		}
-		if c.len() != len(recent) {
-			t.Fatalf("%d entries, the model %d", c.len(), len(recent))
+		if c.Len() != len(recent) {
+			t.Fatalf("%d entries, the model %d", c.Len(), len(recent))
 		}
 		for _, k := range recent {
-			if v, ok := c.get(k); !ok || v != values[k] {
+			if v, ok := c.Get(k); !ok || v != values[k] {
 				t.Fatalf("%s: %d, %v; want %d", k, v, ok, values[k])
 			}
 		}
@@ -81,10 +82,8 @@ func TestDefinitionsKeptAreBounded(t *testing.T) {
 			t.Fatalf("%s: %s", name, r.Status)
 		}
 	}
-	h.eng.defsMu.Lock()
-	n := h.eng.defs.len()
-	_, kept := h.eng.defs.get(run.Version)
-	h.eng.defsMu.Unlock()
+	n := h.eng.defs.Len()
+	_, kept := h.eng.defs.Peek(run.Version)
 	if n != 2 || kept {
 		t.Fatalf("%d definitions kept, the first version among them: %v", n, kept)
 	}
@@ -97,5 +96,48 @@ func TestDefinitionsKeptAreBounded(t *testing.T) {
 	wf, err := h.eng.definition(ctx, run.Version)
 	if err != nil || wf.Name != "greet" {
 		t.Fatalf("definition parsed again: %v, %v", wf, err)
+	}
+}
+
+// The spawn cache keeps at most its bound of versions however many are
+// asked about, the most recently used.
+func TestSpawnsAreBounded(t *testing.T) {
+	defer spawns.Resize(maxSpawns)
+	spawns.Purge()
+	spawns.Resize(2)
+	h := newHarness(t)
+	ctx := context.Background()
+	var versions []string
+	for _, name := range []string{"one", "two", "three"} {
+		id, err := h.start("version: 1\nname: "+name+"\nsteps:\n  - {id: a, uses: noop}\n", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := h.wait(id)
+		versions = append(versions, r.Version)
+		if h.eng.MayHaveChildren(ctx, r.Version) {
+			t.Fatalf("%s has no sub-workflow step", name)
+		}
+	}
+	if n := spawns.Len(); n != 2 {
+		t.Fatalf("%d versions kept, want the bound 2", n)
+	}
+	if spawns.Contains(versions[0]) {
+		t.Fatal("the least recently used version is still kept")
+	}
+}
+
+// The warm states kept stay at maxWarm however many runs stop at a pause,
+// the most recently kept.
+func TestWarmRunsAreBounded(t *testing.T) {
+	var e Engine
+	for i := range maxWarm + 10 {
+		e.keep(&runState{wf: &workflow.Workflow{}, run: store.Run{ID: fmt.Sprintf("run-%d", i), Status: store.StatusWaiting}})
+	}
+	if n := e.warm.m.Len(); n != maxWarm {
+		t.Fatalf("%d states kept, want the bound %d", n, maxWarm)
+	}
+	if e.warm.m.Contains("run-0") || !e.warm.m.Contains(fmt.Sprintf("run-%d", maxWarm+9)) {
+		t.Fatal("not the most recently kept")
 	}
 }

@@ -86,7 +86,7 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 		return err
 	}
 	if err != nil {
-		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+		return e.stepFailedErr(ctx, rs, sx, "", err, false)
 	}
 	if answer, source, envRef, ok := e.autoAnswer(rs, sx, req, env); ok {
 		stored, err := e.storedValue(answer, q.HasSecret(), envRef)
@@ -110,7 +110,7 @@ func (e *Engine) agent(ctx context.Context, rs *runState, sx *stepExec, env map[
 	}
 	req, err := agentRequest(sx.s, env)
 	if err != nil {
-		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+		return e.stepFailedErr(ctx, rs, sx, "", err, false)
 	}
 	return e.openPause(ctx, rs, sx, req, env)
 }

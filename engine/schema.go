@@ -44,18 +44,13 @@ func (e *Engine) checkOutputSchema(rs *runState, s *workflow.Step, v any) []work
 // outputSchema compiles (once per version and step) an agent step's schema.
 func (e *Engine) outputSchema(version string, s *workflow.Step) (*schema.Schema, error) {
 	key := version + "\x00" + s.ID
-	e.defsMu.Lock()
-	sch, ok := e.schemas.get(key)
-	e.defsMu.Unlock()
-	if ok {
+	if sch, ok := e.schemas.Get(key); ok {
 		return sch, nil
 	}
 	sch, err := schema.Compile(s.Agent.OutputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("output_schema of %s: %w", s.ID, err)
 	}
-	e.defsMu.Lock()
-	e.schemas.add(key, sch)
-	e.defsMu.Unlock()
+	e.schemas.Add(key, sch)
 	return sch, nil
 }

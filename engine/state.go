@@ -246,23 +246,18 @@ func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) 
 // definition returns the parsed workflow of a version, parsing it once
 // while it stays among the most recently used (lru.go).
 func (e *Engine) definition(ctx context.Context, version string) (*workflow.Workflow, error) {
-	e.defsMu.Lock()
-	wf, ok := e.defs.get(version)
-	e.defsMu.Unlock()
-	if ok {
+	if wf, ok := e.defs.Get(version); ok {
 		return wf, nil
 	}
 	v, err := e.store.GetVersion(ctx, version)
 	if err != nil {
 		return nil, err
 	}
-	wf, err = loadRecorded(v.Definition)
+	wf, err := loadRecorded(v.Definition)
 	if err != nil {
 		return nil, fmt.Errorf("definition %s: %w", version, err)
 	}
-	e.defsMu.Lock()
-	e.defs.add(version, wf)
-	e.defsMu.Unlock()
+	e.defs.Add(version, wf)
 	return wf, nil
 }
 
@@ -288,11 +283,7 @@ func loadRecorded(def []byte) (*workflow.Workflow, error) {
 // of its inputs, which a stored definition has sorted and which matters
 // only to Start (TestSeededDefinitionIsTheStoredOne).
 func (e *Engine) knowDefinition(version string, wf *workflow.Workflow) {
-	e.defsMu.Lock()
-	if _, ok := e.defs.get(version); !ok {
-		e.defs.add(version, wf)
-	}
-	e.defsMu.Unlock()
+	e.defs.ContainsOrAdd(version, wf)
 }
 
 // env is the expression context. The "run" map and, for a workflow that

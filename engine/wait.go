@@ -36,7 +36,7 @@ func (e *Engine) sleep(ctx context.Context, rs *runState, sx *stepExec, env map[
 	now := e.now().UTC()
 	until, err := sleepUntil(sx.s.Sleep, env, now)
 	if err != nil {
-		return e.stepFailed(ctx, rs, sx, err.Error(), false)
+		return e.stepFailedErr(ctx, rs, sx, "", err, false)
 	}
 	if !until.After(now) {
 		return e.succeedStep(ctx, rs, sx, &result{Output: map[string]any{"until": until.Format(time.RFC3339Nano)}}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
@@ -172,7 +172,7 @@ func (e *Engine) repeatOrFinish(ctx context.Context, rs *runState, sx *stepExec,
 	env2["steps"] = steps
 	done, err := condition(string(rp.Until), env2)
 	if err != nil {
-		return e.stepFailed(ctx, rs, sx, "repeat until: "+err.Error(), false)
+		return e.stepFailedErr(ctx, rs, sx, "repeat until: ", err, false)
 	}
 	if done {
 		return e.succeedStep(ctx, rs, sx, &result{Output: output, Attempts: sx.iteration}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -23,8 +24,8 @@ const maxWarm = 128
 // another) goes through a commit that moves the revision, so an equal
 // revision means nothing was recorded since.
 type warmRuns struct {
-	mu sync.Mutex
-	m  map[string]*runState
+	mu sync.Mutex // makes a take one step: a kept state goes to one loader
+	m  *cache.LRU[string, *runState]
 }
 
 // keep hands rs to the next load of its run: one that waits, or one that a
@@ -40,24 +41,21 @@ func (e *Engine) keep(rs *runState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = map[string]*runState{}
+		w.m = cache.New[string, *runState](maxWarm)
 	}
-	if _, ok := w.m[rs.run.ID]; !ok && len(w.m) >= maxWarm {
-		for id := range w.m { // drop any one: the map is a cache, not a queue
-			delete(w.m, id)
-			break
-		}
-	}
-	w.m[rs.run.ID] = rs
+	w.m.Add(rs.run.ID, rs)
 }
 
 // takeWarm returns the kept state of a run when it is still current (its
 // run row read afresh), or nil. The state is handed out once: two loaders
 // never share it.
 func (e *Engine) takeWarm(ctx context.Context, id string) (*runState, store.Run, error) {
+	var rs *runState
 	e.warm.mu.Lock()
-	rs := e.warm.m[id]
-	delete(e.warm.m, id)
+	if e.warm.m != nil {
+		rs, _ = e.warm.m.Peek(id)
+		e.warm.m.Remove(id)
+	}
 	e.warm.mu.Unlock()
 	run, err := e.store.GetRun(ctx, id)
 	if err != nil || rs == nil || run.Rev != rs.run.Rev || run.Version != rs.run.Version {

@@ -10,18 +10,24 @@ import (
 	"sync"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"stepwise.dev/stepwise/cache"
 )
 
 // Limits bound the cost of one expression. Expressions are evaluated in the
 // engine's hot path and may come from untrusted workflow authors, so both
-// the program size and the memory one evaluation may allocate are capped.
+// the program size and the memory one evaluation may allocate are capped
+// (the memory in bytes: MemoryLimit, budget.go).
 const (
 	// MaxNodes caps the number of AST nodes of one expression.
 	MaxNodes = 2000
-	// MemoryBudget caps the allocations of one evaluation (expr-lang units).
-	MemoryBudget = 1_000_000
 )
 
 // EvalError is an expression that failed to compile or evaluate.
@@ -48,32 +54,136 @@ func (e *EvalError) Error() string {
 
 func (e *EvalError) Unwrap() error { return e.Err }
 
-var programs sync.Map // source -> *vm.Program
+// program is a compiled expression with what its evaluation needs.
+type program struct {
+	*vm.Program
+	// checked: the program calls checked functions, which read the
+	// evaluation's budget from the environment.
+	checked bool
+	// constructs: the program builds lists or maps, which may share
+	// parts; the written size of its result is charged.
+	constructs bool
+	// readsEnv: the expression names $env, so its result may hold the
+	// environment it ran with.
+	readsEnv bool
+}
 
-func compile(src string) (*vm.Program, error) {
-	if p, ok := programs.Load(src); ok {
-		return p.(*vm.Program), nil
+// envs recycles the environments checked programs run with (the caller's
+// entries and the budget): one is handed back once its evaluation is over,
+// unless the expression could have kept it ($env).
+var envs = sync.Pool{New: func() any { return map[string]any{} }}
+
+// budgetEnv is env with b under budgetKey, in a map of its own.
+func budgetEnv(env map[string]any, b *budget) map[string]any {
+	m := envs.Get().(map[string]any)
+	for k, v := range env {
+		m[k] = v
 	}
-	p, err := expr.Compile(src, expr.MaxNodes(MaxNodes))
+	m[budgetKey] = b
+	return m
+}
+
+func releaseEnv(m map[string]any) {
+	clear(m)
+	envs.Put(m)
+}
+
+// MaxPrograms bounds the compiled programs kept for reuse, the most
+// recently used ones (about 1 KB each).
+const MaxPrograms = 4096
+
+var programs = cache.New[string, *program](MaxPrograms) // source -> program
+
+// compileOptions register the checked functions (funcs.go).
+var compileOptions = func() []expr.Option {
+	opts := []expr.Option{expr.MaxNodes(MaxNodes)}
+	for name, fn := range functions {
+		opts = append(opts, expr.Function(name, fn))
+	}
+	return opts
+}()
+
+func compile(src string) (*program, error) {
+	if p, ok := programs.Get(src); ok {
+		return p, nil
+	}
+	cfg := conf.CreateNew()
+	for _, op := range compileOptions {
+		op(cfg)
+	}
+	cfg.Check()
+	tree, err := parser.ParseWithConfig(src, cfg)
 	if err != nil {
 		return nil, err
 	}
-	programs.Store(src, p)
+	var w rewriter
+	w.rewrite(&tree.Node, false)
+	if _, err := new(checker.Checker).PatchAndCheck(tree, cfg); err != nil {
+		return nil, err
+	}
+	if err := optimizer.Optimize(&tree.Node, cfg); err != nil {
+		return nil, err
+	}
+	vp, err := compiler.Compile(tree, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &program{Program: vp, checked: w.checked, constructs: w.constructs, readsEnv: w.readsEnv}
+	programs.Add(src, p)
 	return p, nil
 }
 
-// Eval evaluates one expression against env.
+// Eval evaluates one expression against env, within a fresh memory budget
+// (MemoryLimit). A *BudgetError (errors.As) reports an evaluation that
+// would have gone past it.
 func Eval(src string, env map[string]any) (any, error) {
+	return eval(src, env, nil)
+}
+
+// eval evaluates src within budget b; a nil b is a fresh budget, made
+// only when the program allocates anything it charges.
+func eval(src string, env map[string]any, b *budget) (any, error) {
 	p, err := compile(src)
 	if err != nil {
 		return nil, &EvalError{Expr: src, Err: err}
 	}
-	m := vm.VM{MemoryBudget: MemoryBudget}
-	v, err := m.Run(p, env)
+	if b == nil && (p.checked || p.constructs) {
+		b = newBudget()
+	}
+	limit := MemoryLimit()
+	if b != nil {
+		limit = b.limit
+	}
+	if p.checked {
+		env = budgetEnv(env, b)
+		if !p.readsEnv {
+			defer releaseEnv(env)
+		}
+	}
+	v, err := run(src, p, env, uint(limit))
+	if err != nil {
+		return nil, err
+	}
+	if p.constructs {
+		// Normalizing and writing the result out must fit too.
+		s := sizer{limit: b.remaining(), copies: true}
+		s.walk(v, 0)
+		if err := b.charge("the result", s.n); s.over() || err != nil {
+			return nil, &EvalError{Expr: src, Err: &BudgetError{Limit: b.limit, What: "the result"}}
+		}
+	}
+	return normalize(v), nil
+}
+
+// run runs a program. expr-lang's own budget counts list elements; every
+// element is charged at least a byte by ours, so it never runs out first.
+func run(src string, p *program, env map[string]any, limit uint) (any, error) {
+	m := vm.VM{MemoryBudget: limit}
+	v, err := m.Run(p.Program, env)
 	if err != nil {
 		return nil, &EvalError{Expr: src, Err: err}
 	}
-	return normalize(v), nil
+	return v, nil
 }
 
 // normalize turns the maps some builtins build (fromPairs, groupBy:
@@ -120,6 +230,12 @@ func normalize(v any) any {
 // yields its typed value; otherwise the result is the text with every
 // expression replaced by its rendering (see Text).
 func Render(tmpl string, env map[string]any) (any, error) {
+	return render(tmpl, env, nil)
+}
+
+// render is Render within budget b (nil: a fresh one): its expressions
+// share it, and so does the text they are spliced into.
+func render(tmpl string, env map[string]any, b *budget) (any, error) {
 	if !strings.Contains(tmpl, openDelim) {
 		return tmpl, nil
 	}
@@ -128,33 +244,62 @@ func Render(tmpl string, env map[string]any) (any, error) {
 		return nil, &EvalError{Expr: tmpl, Err: err}
 	}
 	if one, ok := Single(segs); ok {
-		return Eval(one.Text, env)
+		return eval(one.Text, env, b)
 	}
-	var b strings.Builder
+	if b == nil {
+		b = newBudget()
+	}
+	var out strings.Builder
 	for _, sg := range segs {
 		if !sg.Expr {
-			b.WriteString(sg.Text)
+			out.WriteString(sg.Text)
 			continue
 		}
-		v, err := Eval(sg.Text, env)
+		v, err := eval(sg.Text, env, b)
 		if err != nil {
 			return nil, err
 		}
-		b.WriteString(Text(v))
+		if err := spliceText(&out, v, b); err != nil {
+			return nil, &EvalError{Expr: sg.Text, Err: err}
+		}
 	}
-	return b.String(), nil
+	return out.String(), nil
+}
+
+// spliceText writes v's text into out, charging what the text takes.
+func spliceText(out *strings.Builder, v any, b *budget) error {
+	var n int64
+	if s, ok := v.(string); ok {
+		n = int64(len(s))
+	} else {
+		var ok bool
+		if n, ok = textSize(v, b.remaining(), false); !ok {
+			return &BudgetError{Limit: b.limit, What: "the text"}
+		}
+	}
+	// The text is copied into the template's, which may grow twice its size.
+	if err := b.charge("the text", mul(n, 2)); err != nil {
+		return err
+	}
+	out.WriteString(Text(v))
+	return nil
 }
 
 // RenderValue renders every string inside a JSON-like value (maps, slices,
 // scalars), returning a new value; v is not modified.
+// Its expressions share one memory budget.
 func RenderValue(v any, env map[string]any) (any, error) {
+	return renderValue(v, env, newBudget())
+}
+
+func renderValue(v any, env map[string]any, b *budget) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return Render(x, env)
+		return render(x, env, b)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := RenderValue(e, env)
+			r, err := renderValue(e, env, b)
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +309,7 @@ func RenderValue(v any, env map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := RenderValue(e, env)
+			r, err := renderValue(e, env, b)
 			if err != nil {
 				return nil, err
 			}

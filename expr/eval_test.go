@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -61,8 +63,9 @@ func TestEvalErrors(t *testing.T) {
 }
 
 func TestEvalMemoryBounded(t *testing.T) {
-	_, err := Eval("map(1..1000000, {# * 2})", nil)
-	if err == nil || !strings.Contains(err.Error(), "memory budget") {
+	_, err := Eval("map(1..10000000, {# * 2})", nil)
+	var be *BudgetError
+	if !errors.As(err, &be) {
 		t.Fatalf("a huge allocation must hit the memory budget, got %v", err)
 	}
 }
@@ -111,5 +114,21 @@ func TestEvalErrorIsOneLine(t *testing.T) {
 	_, err := Eval("inputs.count +\n  nope()", env)
 	if msg := err.Error(); !strings.Contains(msg, "line 2, column ") {
 		t.Errorf("second line not named: %q", msg)
+	}
+}
+
+// The compiled programs kept stay at MaxPrograms however many distinct
+// expressions are evaluated, the most recently used kept.
+func TestProgramCacheIsBounded(t *testing.T) {
+	for i := range MaxPrograms + 10 {
+		if _, err := Eval(fmt.Sprintf("inputs.count + %d", i), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := programs.Len(); n != MaxPrograms {
+		t.Fatalf("%d programs kept, want the bound %d", n, MaxPrograms)
+	}
+	if !programs.Contains(fmt.Sprintf("inputs.count + %d", MaxPrograms+9)) || programs.Contains("inputs.count + 0") {
+		t.Fatal("not the most recently used kept")
 	}
 }

@@ -1,6 +1,7 @@
 package expr_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,9 @@ func FuzzAnalyze(f *testing.F) {
 		"inputs.n > 1", "!steps.confirm.answer", "steps.x.output.body.items[0].name", `steps.x["y"].z`,
 		"steps[name].output", "1 == true", "len(1)", "let len = 1; len", "foo(1)", "inputs?.a?.b", "now().Format('2006')",
 		"{a: 1}", "[1, 2][1:]", "#", ".a", "1..3 | map(# * 2)", "nil ?? inputs.z", `"a" matches inputs.re`,
+		// Expressions that would allocate gigabytes (issue 21).
+		`len(replace(repeat("a",100000),"a",repeat("b",100000)))`, `len(repeat(repeat("x",100000),100000))`,
+		`len(1..1000000000)`, `let a = [repeat("x", 1000)]; let b = [a,a,a,a]; toJSON([b,b,b,b])`,
 	} {
 		f.Add(s)
 	}
@@ -159,6 +163,47 @@ func FuzzAnalyze(f *testing.F) {
 			}
 			if !strings.HasPrefix(src[c.Offset:], c.Name) {
 				t.Fatalf("Analyze(%q): call %q is not at offset %d", src, c.Name, c.Offset)
+			}
+		}
+	})
+}
+
+// evalSeeds are expressions for FuzzEval: ordinary ones, and ones that
+// would allocate gigabytes without the evaluation budget.
+var evalSeeds = []string{
+	"inputs.count * 2", `inputs.region + "-" + string(inputs.count)`, "map(inputs.tags, upper(#))",
+	`len(replace(repeat("a",100000),"a",repeat("b",100000)))`,
+	`len(repeat(repeat("x",100000),100000))`,
+	`reduce(1..100000, #acc + "xxxxxxxxxx", "")`,
+	`let s = repeat("x", 100000); join([s, s, s, s, s, s, s, s, s, s, s, s])`,
+	`split(repeat(",", 1000000), ",")`, `fromJSON("[" + repeat("[],", 100000) + "[]]")`,
+	`let a = [repeat("x", 1000)]; let b = [a,a,a,a,a,a,a,a]; let c = [b,b,b,b,b,b,b,b]; [c,c,c,c,c,c,c,c]`,
+	`let a = 1..100; let b = [a,a,a,a,a,a,a,a,a,a]; flatten([b,b,b,b,b,b,b,b,b,b])`,
+	"map(1..1000000, #)", "groupBy(1..100000, #)", "sortBy(1..100000, -#)", `string(1..1000000)`,
+	`toBase64(repeat("x", 1000000))`, `upper(repeat("ß", 1000000))`, `concat(1..100000, 1..100000)`,
+	`map(1..10000, [#, #, #, #, #, #, #, #])`, `filter(1..100, "a" matches repeat("a", 10000))`,
+}
+
+// FuzzEval evaluates any expression under a 1 MiB ceiling: it returns
+// (no panic), within the fuzzing deadline, and an evaluation that fails on
+// its budget says so with a *BudgetError of that limit.
+func FuzzEval(f *testing.F) {
+	for _, s := range evalSeeds {
+		f.Add(s)
+	}
+	env := map[string]any{"inputs": map[string]any{"region": "fsn1", "count": 3, "tags": []any{"a", "b"}}}
+	f.Fuzz(func(t *testing.T, src string) {
+		const limit = 1 << 20
+		defer expr.SetMemoryLimit(expr.SetMemoryLimit(limit))
+		_, err := expr.Eval(src, env)
+		var be *expr.BudgetError
+		if errors.As(err, &be) && be.Limit != limit {
+			t.Fatalf("Eval(%q): budget error with limit %d, want %d", src, be.Limit, limit)
+		}
+		if err != nil {
+			var ee *expr.EvalError
+			if !errors.As(err, &ee) {
+				t.Fatalf("Eval(%q) error %T, want *EvalError", src, err)
 			}
 		}
 	})

@@ -56,6 +56,10 @@ func (r Ref) String() string {
 // template that renders to the full text once the unknown values exist.
 // Errors are those of evaluating the known expressions.
 func RenderKnown(tmpl string, env map[string]any, known func(Ref) bool) (any, []Ref, error) {
+	return renderKnown(tmpl, env, known, newBudget())
+}
+
+func renderKnown(tmpl string, env map[string]any, known func(Ref) bool, b *budget) (any, []Ref, error) {
 	if !strings.Contains(tmpl, openDelim) {
 		return tmpl, nil, nil
 	}
@@ -77,44 +81,53 @@ func RenderKnown(tmpl string, env map[string]any, known func(Ref) bool) (any, []
 		unknown = appendNew(unknown, refs...)
 	}
 	if len(unknown) == 0 {
-		v, err := Render(tmpl, env)
+		v, err := render(tmpl, env, b)
 		return v, nil, err
 	}
 	if _, ok := Single(segs); ok {
 		return tmpl, unknown, nil
 	}
 	escape := func(s string) string { return strings.ReplaceAll(s, openDelim, "$"+openDelim) }
-	var b strings.Builder
+	var out strings.Builder
 	for i, sg := range segs {
 		switch {
 		case !sg.Expr:
-			b.WriteString(escape(sg.Text))
+			out.WriteString(escape(sg.Text))
 		case keep[i]:
-			b.WriteString(openDelim + sg.Text + closeDelim)
+			out.WriteString(openDelim + sg.Text + closeDelim)
 		default:
-			v, err := Eval(sg.Text, env)
+			v, err := eval(sg.Text, env, b)
 			if err != nil {
 				return nil, nil, err
 			}
-			b.WriteString(escape(Text(v)))
+			var text strings.Builder
+			if err := spliceText(&text, v, b); err != nil {
+				return nil, nil, &EvalError{Expr: sg.Text, Err: err}
+			}
+			out.WriteString(escape(text.String()))
 		}
 	}
-	return b.String(), unknown, nil
+	return out.String(), unknown, nil
 }
 
 // RenderValueKnown is RenderValue with RenderKnown's rule: it renders every
 // string inside a JSON-like value, keeping the expressions that read
 // unknown references, and returns the unknown references of all of them,
 // each once, map keys taken in sorted order.
+// Its expressions share one memory budget.
 func RenderValueKnown(v any, env map[string]any, known func(Ref) bool) (any, []Ref, error) {
+	return renderValueKnown(v, env, known, newBudget())
+}
+
+func renderValueKnown(v any, env map[string]any, known func(Ref) bool, b *budget) (any, []Ref, error) {
 	switch x := v.(type) {
 	case string:
-		return RenderKnown(x, env, known)
+		return renderKnown(x, env, known, b)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		var unknown []Ref
 		for _, k := range slices.Sorted(maps.Keys(x)) { // sorted: the unknown references come in a stable order
-			r, u, err := RenderValueKnown(x[k], env, known)
+			r, u, err := renderValueKnown(x[k], env, known, b)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -126,7 +139,7 @@ func RenderValueKnown(v any, env map[string]any, known func(Ref) bool) (any, []R
 		out := make([]any, len(x))
 		var unknown []Ref
 		for i, e := range x {
-			r, u, err := RenderValueKnown(e, env, known)
+			r, u, err := renderValueKnown(e, env, known, b)
 			if err != nil {
 				return nil, nil, err
 			}

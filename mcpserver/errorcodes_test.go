@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/generate"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/service"
@@ -320,6 +322,7 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		{engine.CodeShuttingDown, shuttingDown(t)},
 		{"FILTER_INVALID", filterInvalid(t, e)},
 		{"ACTION_UNDESCRIBED", undescribed(t, e)},
+		{engine.CodeExpressionBudget, budgetError(t)},
 	} {
 		te := toolError(log, "some_tool", c.err)
 		if te.ErrorCode != c.code {
@@ -411,4 +414,15 @@ func TestPromptErrorsAreJSONRPCErrors(t *testing.T) {
 		}
 		checkToolError(t, p.name, te)
 	}
+}
+
+// budgetError is an expression's evaluation past its memory budget, as a
+// plan that renders one gets it.
+func budgetError(t *testing.T) error {
+	t.Helper()
+	_, err := expr.Eval(`len(repeat(repeat("x", 100000), 100000))`, nil)
+	if err == nil {
+		t.Fatal("no budget error")
+	}
+	return fmt.Errorf("plan: %w", err)
 }

@@ -14,6 +14,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -88,6 +89,7 @@ func argumentsError(arg, msg string, vs ...workflow.Violation) error {
 func toolError(log *slog.Logger, tool string, err error) *ToolError {
 	te := &ToolError{CorrelationID: uuid.Must(uuid.NewV7()).String(), Context: ErrorContext{Tool: tool}}
 	var ee *engine.Error
+	var be *expr.BudgetError
 	switch {
 	case errors.As(err, &ee):
 		te.ErrorCode, te.Category, te.Message = ee.Code, ee.Category, ee.Message
@@ -101,6 +103,10 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 		if ee.Code == engine.CodeShuttingDown {
 			te.Retryable = true
 		}
+	case errors.As(err, &be):
+		te.ErrorCode, te.Category, te.Message = engine.CodeExpressionBudget, engine.CategoryExecution, err.Error()
+		te.SuggestedAction = "make the expression build less: it may not allocate more than the evaluation's memory limit"
+		te.Context.Name = be.What
 	case errors.Is(err, context.Canceled):
 		te.ErrorCode, te.Category, te.Message, te.Retryable = CodeCanceled, engine.CategoryExecution, "the call was canceled", true
 		te.SuggestedAction = "call again if it is still wanted; a run it started goes on (run_list shows it)"

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/store"
 )
@@ -27,8 +28,13 @@ const (
 // their children change without moving the parent's revision. The rows
 // are shared between reads and never modified.
 type viewReads struct {
-	mu sync.Mutex
-	m  map[string]viewRows
+	once sync.Once
+	m    *cache.LRU[string, viewRows] // the maxViewReads runs read last
+}
+
+func (c *viewReads) rows() *cache.LRU[string, viewRows] {
+	c.once.Do(func() { c.m = cache.New[string, viewRows](maxViewReads) })
+	return c.m
 }
 
 // viewRows are the rows read for one revision of a run.
@@ -50,9 +56,7 @@ func (r viewRows) current(run store.Run) bool {
 
 // get returns the kept rows of run when they are current.
 func (c *viewReads) get(run store.Run) (viewRows, bool) {
-	c.mu.Lock()
-	r, ok := c.m[run.ID]
-	c.mu.Unlock()
+	r, ok := c.rows().Get(run.ID)
 	if !ok || !r.current(run) {
 		return viewRows{}, false
 	}
@@ -62,25 +66,12 @@ func (c *viewReads) get(run store.Run) (viewRows, bool) {
 // keep keeps the rows read for run.
 func (c *viewReads) keep(run store.Run, r viewRows) {
 	r.rev, r.created, r.updated = run.Rev, run.CreatedAt, run.UpdatedAt
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]viewRows{}
-	}
-	if _, ok := c.m[run.ID]; !ok && len(c.m) >= maxViewReads {
-		for id := range c.m { // drop any one: the map is a cache, not a queue
-			delete(c.m, id)
-			break
-		}
-	}
-	c.m[run.ID] = r
+	c.rows().Add(run.ID, r)
 }
 
 // drop forgets a run (read and not found).
 func (c *viewReads) drop(id string) {
-	c.mu.Lock()
-	delete(c.m, id)
-	c.mu.Unlock()
+	c.rows().Remove(id)
 }
 
 // keepable reports whether a view of run may keep its rows: not while the

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/home"
 	"stepwise.dev/stepwise/library"
@@ -108,7 +109,7 @@ type Validation struct {
 // added, renamed or removed the files meanwhile.
 type summaryCache struct {
 	mu      sync.Mutex
-	entries map[string]cachedSummary
+	entries *cache.LRU[string, cachedSummary] // the maxSummaries files read last
 	// gen counts the files (re-)parsed: when it moves, some listing saw
 	// a library file change, and the search index rebuilds.
 	gen uint64
@@ -120,6 +121,10 @@ func (c *summaryCache) generation() uint64 {
 	defer c.mu.Unlock()
 	return c.gen
 }
+
+// maxSummaries bounds the summaries kept: a library file that fell out
+// (or one of a library bigger than this) is parsed again when listed.
+var maxSummaries = 10000 // a variable for tests
 
 type cachedSummary struct {
 	size    int64
@@ -281,9 +286,9 @@ func (s *Service) summarize(p, name string, names listedNames) (sum WorkflowSumm
 	}
 	s.summaries.mu.Lock()
 	if s.summaries.entries == nil {
-		s.summaries.entries = map[string]cachedSummary{}
+		s.summaries.entries = cache.New[string, cachedSummary](maxSummaries)
 	}
-	c, ok := s.summaries.entries[p]
+	c, ok := s.summaries.entries.Get(p)
 	s.summaries.mu.Unlock()
 	dir := filepath.Dir(p)
 	if ok && c.size == info.Size() && c.modTime.Equal(info.ModTime()) && s.stillHolds(c, names, dir) {
@@ -299,7 +304,7 @@ func (s *Service) summarize(p, name string, names listedNames) (sum WorkflowSumm
 	sum = summaryOf(res, name, p, data)
 	sum.calls = slices.Sorted(maps.Keys(calls))
 	s.summaries.mu.Lock()
-	s.summaries.entries[p] = cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum, calls: calls, actions: actions}
+	s.summaries.entries.Add(p, cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum, calls: calls, actions: actions})
 	s.summaries.gen++
 	s.summaries.mu.Unlock()
 	return sum, true, nil
