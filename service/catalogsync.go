@@ -50,7 +50,7 @@ func (s *Service) openCatalogs(opts Options, transport http.RoundTripper) {
 	}
 	s.catalogs = &catalogs{store: catalog.NewStore(filepath.Join(s.Home.Dir, "catalogs")),
 		rt: catalog.Runtime{Client: client, LookupEnv: workflowEnv(opts)}, allowURLs: opts.AllowCatalogURLs,
-		fetch: &http.Client{Timeout: catalogFetchTimeout, Transport: transport},
+		fetch:   &http.Client{Timeout: catalogFetchTimeout, Transport: transport},
 		actions: map[string][]string{}, seen: map[string]fileStamp{}}
 	s.SyncCatalogs()
 }

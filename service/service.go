@@ -174,8 +174,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
 	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
-		NetworkPolicy: opts.NetworkPolicy,
-		now: opts.Now, log: opts.Logger,
+		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, log: opts.Logger,
 		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}}
 	if svc.now == nil {
 		svc.now = time.Now
