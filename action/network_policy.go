@@ -44,9 +44,13 @@ func (r *NetworkRefusal) Error() string {
 			what = fmt.Sprintf("%s (%s)", r.Host, r.Addr)
 		}
 	}
-	return fmt.Sprintf("%s: %s is a %s address, and this server does not connect to such addresses for its callers; "+
+	article := "a"
+	if r.Kind != "" && strings.ContainsRune("aeiou", rune(r.Kind[0])) {
+		article = "an"
+	}
+	return fmt.Sprintf("%s: %s is %s %s address, and this server does not connect to such addresses for its callers; "+
 		"the operator allows it by starting the server with --allow-network %s (or a CIDR holding it), or every address with --allow-private-network",
-		CodeNetworkNotAllowed, what, r.Kind, allow)
+		CodeNetworkNotAllowed, what, article, r.Kind, allow)
 }
 
 // Is makes errors.Is(err, ErrNetworkNotAllowed) hold.
