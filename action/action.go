@@ -109,6 +109,9 @@ type Error struct {
 	// ResponseBody is the start of that response's body (at most 512
 	// bytes), with the request's secrets masked.
 	ResponseBody string
+	// Code is the stable code of a failure a caller can act on
+	// (NETWORK_NOT_ALLOWED, SHELL_NOT_ALLOWED); "" for most failures.
+	Code string
 }
 
 func (e *Error) Error() string { return e.Err.Error() }

@@ -24,7 +24,10 @@ import (
 // header's value.
 type HTTP struct {
 	// Transport sends the requests; nil means http.DefaultTransport
-	// (proxies from the environment, shared keep-alive connections).
+	// (proxies from the environment, shared keep-alive connections). A
+	// server gives it its NetworkPolicy's Transport, which refuses
+	// connections to addresses the policy does not allow
+	// (NETWORK_NOT_ALLOWED, not retryable).
 	Transport http.RoundTripper
 }
 
@@ -181,7 +184,12 @@ func (p *httpInput) transportError(stepCtx, callCtx context.Context, err error) 
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	var refusal *NetworkRefusal
 	switch {
+	case errors.As(err, &refusal):
+		// No retry reaches an address the server does not connect to.
+		what := scrubbed(fmt.Sprintf("http: %s %s", p.method, redactURL(p.url)), p.secrets)
+		return &Error{Err: fmt.Errorf("%s: %w", what, refusal), Code: CodeNetworkNotAllowed}
 	case callCtx.Err() != nil, errors.Is(err, context.DeadlineExceeded):
 		return p.fail(true, 0, "no response within %s (with.timeout)", p.timeout)
 	case errors.Is(err, errTooManyRedirects):

@@ -31,7 +31,7 @@ func (r *ShellRefusal) Is(target error) bool { return target == ErrShellNotAllow
 
 // refuse is a refusal that no retry can overcome.
 func refuse(format string, args ...any) error {
-	return &Error{Err: &ShellRefusal{Reason: fmt.Sprintf(format, args...)}}
+	return &Error{Err: &ShellRefusal{Reason: fmt.Sprintf(format, args...)}, Code: CodeShellNotAllowed}
 }
 
 // ShellPolicy says which commands the shell action may start. The zero

@@ -29,7 +29,9 @@ const DefaultTimeout = 60 * time.Second
 type Runtime struct {
 	// Client sends the requests (nil: http.DefaultClient). The step's
 	// timeout, else DefaultTimeout, bounds each call; redirects are
-	// followed within the API's origin only, whatever the client says.
+	// followed within the API's origin only, whatever the client says. A
+	// server's client connects through its action.NetworkPolicy: a
+	// refused address fails the step with NETWORK_NOT_ALLOWED.
 	Client *http.Client
 	// LookupEnv resolves credentials' $NAME references (nil: os.LookupEnv).
 	LookupEnv func(string) (string, bool)
@@ -132,6 +134,11 @@ func (a *operationAction) Run(ctx context.Context, call action.Call) (any, error
 		}
 		// The URL may carry an API key in its query: say what failed
 		// without it.
+		var refusal *action.NetworkRefusal
+		if errors.As(err, &refusal) {
+			// The server may not connect there: no retry will.
+			return nil, &action.Error{Err: fmt.Errorf("%s: %s: %w", a.Name(), what, refusal), Code: action.CodeNetworkNotAllowed}
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err

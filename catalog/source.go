@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"stepwise.dev/stepwise/action"
 )
 
 // MaxDocumentSize bounds the documents a catalog is imported from.
@@ -32,7 +34,8 @@ func isInline(source string) bool {
 // file, an http(s) URL when allowURLs (the operator's choice: a URL lets
 // callers make the server fetch from its network), or the document itself
 // given inline (location ""). client fetches URLs (nil: a client with a
-// 30s timeout).
+// 30s timeout); a connection its transport refuses (an
+// action.NetworkRefusal) is returned as that error.
 func Read(ctx context.Context, source string, allowURLs bool, client *http.Client) (data []byte, location string, err error) {
 	switch {
 	case strings.TrimSpace(source) == "":
@@ -93,6 +96,12 @@ func fetch(ctx context.Context, source string, client *http.Client) ([]byte, err
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
 	resp, err := client.Do(req)
 	if err != nil {
+		var refusal *action.NetworkRefusal
+		if errors.As(err, &refusal) {
+			// Not a problem of the document: the server may not fetch
+			// from there (its network policy).
+			return nil, fmt.Errorf("source %s: %w", source, refusal)
+		}
 		return nil, invalid("source %s: %v", source, err)
 	}
 	defer resp.Body.Close()

@@ -45,6 +45,8 @@ type serveOptions struct {
 	allowShell      bool
 	allowShellCmds  []string
 	allowEnv        []string
+	allowPrivateNet bool
+	allowNetwork    []string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -59,6 +61,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			"(or, for shell steps, --allow-shell-cmd NAME) says so; shell and file work in the workspace\n" +
 			"(--workspace, default HOME/workspace). Workflows read only the environment variables --allow-env\n" +
 			"names (env.NAME, an input's or question's env, a secret given as $NAME, catalog credentials).\n" +
+			"Workflows (http steps, catalog operations, mcp steps with a url, catalog imports from URLs) may not\n" +
+			"make the server connect to loopback, private, link-local or cloud metadata addresses unless\n" +
+			"--allow-network HOST|ADDR|CIDR or --allow-private-network says so.\n" +
 			"Exit codes: 0 the client disconnected or SIGTERM, 2 usage error, 130 interrupted (Ctrl-C).",
 		Args: func(cmd *cobra.Command, args []string) error {
 			// "--http ADDR" with a space: the flag's optional value leaves
@@ -94,6 +99,8 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.maxRuns, "max-runs", 0, "keep at most this many finished runs, the newest, purging older ones with their history (0: no limit)")
 	f.BoolVar(&o.allowShell, "allow-shell", false, "let workflows run any command on this machine: shell steps, mcp steps with an inline command (off for MCP callers otherwise)")
 	f.StringArrayVar(&o.allowShellCmds, "allow-shell-cmd", nil, "let shell steps run this program, by name as written in command: (repeatable)")
+	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let workflows make the server connect to any address: loopback, private, link-local, cloud metadata (refused otherwise)")
+	f.StringArrayVar(&o.allowNetwork, "allow-network", nil, "let workflows make the server connect to this host name (*.suffix for all under it), address or CIDR although it is loopback, private or link-local (repeatable, comma-separated)")
 	f.StringArrayVar(&o.allowEnv, "allow-env", nil, "let workflows read this environment variable of the server; NAME, a prefix PREFIX_*, or * for all (repeatable, comma-separated; also $STEPWISE_ALLOW_ENV)")
 	return cmd
 }
@@ -130,6 +137,10 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		return err
 	}
 	envPolicy, err := o.envPolicy()
+	if err != nil {
+		return err
+	}
+	netPolicy, err := o.networkPolicy()
 	if err != nil {
 		return err
 	}
@@ -183,7 +194,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	opening := make(chan opened, 1)
 	go func() {
 		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
-			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, AllowInlineMCPCommands: o.allowShell})
+			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell})
 		opening <- opened{svc, err}
 	}()
 	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger, ProtocolLogger: protocolLogger})
@@ -216,7 +227,8 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		}
 		srv.Start(ctx)
 		tuneServeGC()
-		return []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow}, nil
+		return []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow,
+			"private_network", !netPolicy.Restricted, "network_allow", o.allowNetwork}, nil
 	}
 	// Over stdio the session starts while the store opens. With
 	// --expose-workflows it starts after: the library's wf_ tools are added
@@ -256,6 +268,23 @@ func (o *serveOptions) envPolicy() (secret.EnvPolicy, error) {
 		return secret.EnvPolicy{}, usageErr("--allow-env: %v", err)
 	}
 	return secret.EnvPolicy{Restricted: true, Allow: allow}, nil
+}
+
+// networkPolicy is where workflows may make the server connect: not to
+// loopback, private, link-local or metadata addresses but those
+// --allow-network names, unless --allow-private-network.
+func (o *serveOptions) networkPolicy() (action.NetworkPolicy, error) {
+	if o.allowPrivateNet && len(o.allowNetwork) > 0 {
+		return action.NetworkPolicy{}, usageErr("give --allow-private-network (every address) or --allow-network (these), not both")
+	}
+	if o.allowPrivateNet {
+		return action.NetworkPolicy{}, nil
+	}
+	p, err := action.ParseNetworkAllow(o.allowNetwork)
+	if err != nil {
+		return action.NetworkPolicy{}, usageErr("--allow-network %v", err)
+	}
+	return p, nil
 }
 
 // shellPolicy is what the shell action may run for this server's callers:

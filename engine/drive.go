@@ -528,6 +528,7 @@ func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg
 type failure struct {
 	httpStatus   int
 	responseBody string
+	code         string
 }
 
 // failureOf reads an action's error.
@@ -536,14 +537,16 @@ func failureOf(err error) failure {
 	if !errors.As(err, &ae) {
 		return failure{}
 	}
-	return failure{httpStatus: ae.HTTPStatus, responseBody: ae.ResponseBody}
+	return failure{httpStatus: ae.HTTPStatus, responseBody: ae.ResponseBody, code: ae.Code}
 }
 
 // RunError is the error a failed run records: the message and, for a
-// step's failure, the step, its action and what an HTTP response said
-// (the body's start, secrets masked).
+// step's failure, the step, its action, the action's error code when it
+// gave one (NETWORK_NOT_ALLOWED…) and what an HTTP response said (the
+// body's start, secrets masked).
 type RunError struct {
-	// Code classifies the failure where one applies (EXPRESSION_BUDGET).
+	// Code classifies the failure where one applies (EXPRESSION_BUDGET,
+	// NETWORK_NOT_ALLOWED…).
 	Code         string `json:"code,omitempty"`
 	Message      string `json:"message"`
 	StepID       string `json:"step_id,omitempty"`
@@ -573,7 +576,11 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 		rs.record(sx.s.ID, r)
 		return nil
 	}
-	runErr, _ := json.Marshal(RunError{Code: sx.code, Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
+	code := sx.code
+	if code == "" {
+		code = f.code
+	}
+	runErr, _ := json.Marshal(RunError{Code: code, Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
 		HTTPStatus: f.httpStatus, ResponseBody: rs.mask.Mask(f.responseBody)})
 	next := rs.next(sx, rs.state.Cursor)
 	if e.needsFinishing(rs) {

@@ -6,6 +6,7 @@
 package mcpclient
 
 import (
+	"net/http"
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +37,12 @@ type Config struct {
 	// InlineEnvHint, when not nil, says how the variable of a reference
 	// InlineEnv does not resolve is allowed; it is added to the error.
 	InlineEnvHint func(name string) string
+	// InlineTransport connects to a server the step names by with.url
+	// (default http.DefaultTransport): `stepwise serve` gives its network
+	// policy's, so that a workflow cannot reach addresses the operator
+	// did not allow. Servers of the servers file connect through
+	// http.DefaultTransport: the operator wrote them.
+	InlineTransport http.RoundTripper
 	// Version is the client version told to servers (default "dev").
 	Version string
 }
@@ -53,6 +60,9 @@ func New(cfg Config) *Action {
 	}
 	if cfg.InlineEnv == nil {
 		cfg.InlineEnv = cfg.LookupEnv
+	}
+	if cfg.InlineTransport == nil {
+		cfg.InlineTransport = http.DefaultTransport
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -84,15 +85,15 @@ func (a *Action) Run(ctx context.Context, c action.Call) (any, error) {
 	if err != nil {
 		// A new error, not the one returned: a failed connection's error
 		// is shared by the steps that waited for it.
-		msg, retryable := err.Error(), true
+		msg, retryable, code := err.Error(), true, ""
 		var ae *action.Error
 		if errors.As(err, &ae) {
-			retryable = ae.Retryable
+			retryable, code = ae.Retryable, ae.Code
 		}
 		if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
 			msg, retryable = fmt.Sprintf("tool %q of %s did not answer within %s", req.tool, req.what(), req.timeout), true
 		}
-		return nil, &action.Error{Err: errors.New("mcp: " + r.mask.Mask(msg)), Retryable: retryable}
+		return nil, &action.Error{Err: errors.New("mcp: " + r.mask.Mask(msg)), Retryable: retryable, Code: code}
 	}
 	if res.IsError {
 		return nil, &action.Error{Err: fmt.Errorf("mcp: tool %q of %s failed: %s", req.tool, req.what(), r.mask.Mask(errorText(res)))}
@@ -106,8 +107,15 @@ func (a *Action) Run(ctx context.Context, c action.Call) (any, error) {
 // call opens (or reuses) the session and calls the tool.
 func (a *Action) call(ctx context.Context, c action.Call, req *request, r *resolved, log *slog.Logger) (*mcp.CallToolResult, error) {
 	open := func(ctx context.Context) (*session, error) {
-		s, err := dial(ctx, a.client, r, a.cfg.LookupEnv, log)
+		transport := http.DefaultTransport
+		if req.name == "" {
+			transport = a.cfg.InlineTransport
+		}
+		s, err := dial(ctx, a.client, r, a.cfg.LookupEnv, transport, log)
 		if err != nil {
+			if errors.Is(err, action.ErrNetworkNotAllowed) {
+				return nil, &action.Error{Err: fmt.Errorf("connect to %s: %w", req.what(), err), Code: action.CodeNetworkNotAllowed}
+			}
 			return nil, &action.Error{Err: fmt.Errorf("connect to %s: %w", req.what(), err), Retryable: true}
 		}
 		log.Debug("mcp: connected")

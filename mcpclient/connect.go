@@ -57,9 +57,9 @@ func expandAll(m map[string]string, what string, lookup func(string) (string, bo
 }
 
 // dial opens a session to the server: a subprocess over stdio or a
-// streamable HTTP connection. ctx bounds the handshake only; the session
+// streamable HTTP connection through transport. ctx bounds the handshake only; the session
 // lives until it is closed.
-func dial(ctx context.Context, client *mcp.Client, r *resolved, lookup func(string) (string, bool), log *slog.Logger) (*session, error) {
+func dial(ctx context.Context, client *mcp.Client, r *resolved, lookup func(string) (string, bool), transport http.RoundTripper, log *slog.Logger) (*session, error) {
 	if r.Command != "" {
 		cmd := exec.Command(r.Command, r.Args...)
 		cmd.Env = cleanEnv(r.Env, lookup)
@@ -76,7 +76,7 @@ func dial(ctx context.Context, client *mcp.Client, r *resolved, lookup func(stri
 		}
 		return &session{cs: cs, stderr: stderr}, nil
 	}
-	hc := &http.Client{Transport: headerTransport{headers: r.Headers, base: http.DefaultTransport}}
+	hc := &http.Client{Transport: headerTransport{headers: r.Headers, base: transport}}
 	// No standalone SSE stream: a step only needs the answers to its own
 	// calls, not notifications the server may send between them.
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)

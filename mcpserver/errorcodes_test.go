@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -309,6 +311,21 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	}
 	checkToolError(t, "run_start", ete)
 	got[service.CodeEnvNotAllowed] = true
+
+	// A server that restricts the network: a catalog from a URL on
+	// loopback is refused before anything is fetched.
+	fenced := newEnv(t, Options{}, service.Options{AllowCatalogURLs: true, NetworkPolicy: action.NetworkPolicy{Restricted: true}})
+	localDoc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the refused import fetched %s", r.URL)
+	}))
+	defer localDoc.Close()
+	var nte ToolError
+	if !call(t, fenced.connect(nil), "catalog_import", map[string]any{"source": localDoc.URL + "/openapi.json", "title": "Local"}, &nte) ||
+		nte.ErrorCode != action.CodeNetworkNotAllowed || nte.Category != service.CategorySecurity || nte.Context.Argument != "source" {
+		t.Fatalf("network: %+v", nte)
+	}
+	checkToolError(t, "catalog_import", nte)
+	got[action.CodeNetworkNotAllowed] = true
 
 	// What a test cannot cause through a call, as its maker builds it.
 	log := slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/catalog"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/library"
@@ -68,7 +69,7 @@ type CatalogImportResult struct {
 // ValidateCatalog parses a document and reports its problems (which
 // prevent an import) and warnings.
 func (s *Service) ValidateCatalog(ctx context.Context, source string) (*catalog.Report, error) {
-	data, loc, err := catalog.Read(ctx, source, s.catalogs.allowURLs, nil)
+	data, loc, err := catalog.Read(ctx, source, s.catalogs.allowURLs, s.catalogs.fetch)
 	if err != nil {
 		return nil, catalogError(err, "")
 	}
@@ -117,7 +118,7 @@ func (s *Service) buildCatalog(ctx context.Context, req CatalogImportRequest, dr
 	if err := s.checkCredentials(req.Auth); err != nil {
 		return nil, nil, err
 	}
-	data, loc, err := catalog.Read(ctx, req.Source, s.catalogs.allowURLs, nil)
+	data, loc, err := catalog.Read(ctx, req.Source, s.catalogs.allowURLs, s.catalogs.fetch)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -197,6 +198,9 @@ func catalogError(err error, name string) error {
 	case errors.Is(err, catalog.ErrSecretInClear):
 		return &engine.Error{Code: engine.CodeSecretInClear, Category: CategorySecurity, Name: name, Argument: "auth", Message: err.Error(), Err: err,
 			Suggestion: "put the secret in an environment variable of the server and give its name as $NAME"}
+	case errors.Is(err, action.ErrNetworkNotAllowed):
+		return &engine.Error{Code: action.CodeNetworkNotAllowed, Category: CategorySecurity, Name: name, Argument: "source", Message: err.Error(), Err: err,
+			Suggestion: "give a URL of a public address, a local file path or the document itself, or ask the operator to serve with --allow-network naming that host (or --allow-private-network)"}
 	case errors.Is(err, catalog.ErrURLNotAllowed):
 		return &engine.Error{Code: CodeCatalogURLNotAllowed, Category: CategorySecurity, Name: name, Argument: "source", Message: err.Error(), Err: err,
 			Suggestion: "give a local file path or the document itself, or ask the operator to serve with --allow-catalog-urls"}

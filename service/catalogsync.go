@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"stepwise.dev/stepwise/library"
 )
 
+// catalogFetchTimeout bounds downloading a document imported from a URL.
+const catalogFetchTimeout = 30 * time.Second
+
 // catalogs keeps the action registry in step with the catalogs directory:
 // the operations of every enabled catalog are registered, nothing else.
 type catalogs struct {
@@ -22,6 +26,9 @@ type catalogs struct {
 	store     *catalog.Store
 	rt        catalog.Runtime
 	allowURLs bool
+	// fetch downloads documents imported from URLs (allowURLs), through
+	// the network policy.
+	fetch *http.Client
 	// actions are the registered action names by catalog.
 	actions map[string][]string
 	// seen are the files' stamps as last synced, to notice edits made by
@@ -34,9 +41,16 @@ type fileStamp struct {
 	modTime time.Time
 }
 
-func (s *Service) openCatalogs(opts Options) {
+// openCatalogs registers the catalogs' operations; they and imports from
+// URLs connect through transport (the network policy's).
+func (s *Service) openCatalogs(opts Options, transport http.RoundTripper) {
+	client := opts.CatalogHTTPClient
+	if client == nil {
+		client = &http.Client{Transport: transport}
+	}
 	s.catalogs = &catalogs{store: catalog.NewStore(filepath.Join(s.Home.Dir, "catalogs")),
-		rt: catalog.Runtime{Client: opts.CatalogHTTPClient, LookupEnv: workflowEnv(opts)}, allowURLs: opts.AllowCatalogURLs,
+		rt: catalog.Runtime{Client: client, LookupEnv: workflowEnv(opts)}, allowURLs: opts.AllowCatalogURLs,
+		fetch:   &http.Client{Timeout: catalogFetchTimeout, Transport: transport},
 		actions: map[string][]string{}, seen: map[string]fileStamp{}}
 	s.SyncCatalogs()
 }

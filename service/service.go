@@ -59,8 +59,9 @@ type Options struct {
 	// operator's choice, since a URL makes the server fetch from its
 	// network on a caller's behalf. Files and inline documents always work.
 	AllowCatalogURLs bool
-	// CatalogHTTPClient sends catalog operations' requests (default
-	// http.DefaultClient).
+	// CatalogHTTPClient sends catalog operations' requests (default: a
+	// client through NetworkPolicy). A client given here is used as it
+	// is: its transport decides where it connects.
 	CatalogHTTPClient *http.Client
 	// AllowInlineMCPCommands lets the mcp action start the program a step
 	// names in with.command. That is running a command on this machine, so
@@ -82,6 +83,14 @@ type Options struct {
 	// Servers named in servers.yaml read the environment unrestricted: the
 	// operator wrote them.
 	EnvPolicy secret.EnvPolicy
+	// NetworkPolicy says which addresses workflows may make the server
+	// connect to: http steps, catalog operations, an mcp step's url, a
+	// catalog imported from a URL. The zero value does not restrict: the
+	// CLI leaves it so, `serve` refuses loopback, private, link-local and
+	// cloud metadata addresses but those the operator allows
+	// (--allow-network, --allow-private-network). Servers named in
+	// servers.yaml connect unrestricted: the operator wrote them.
+	NetworkPolicy action.NetworkPolicy
 }
 
 // workflowEnv is how workflows read the environment: through the policy.
@@ -107,6 +116,8 @@ type Service struct {
 	ShellPolicy action.ShellPolicy
 	// EnvPolicy is what workflows may read of the environment.
 	EnvPolicy secret.EnvPolicy
+	// NetworkPolicy is where workflows may make the server connect.
+	NetworkPolicy action.NetworkPolicy
 
 	summaries summaryCache
 	views     viewReads
@@ -152,14 +163,18 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One transport for every connection a workflow asks for, through the
+	// network policy (http.DefaultTransport when it does not restrict).
+	transport := opts.NetworkPolicy.Transport()
 	actions := action.Builtins()
+	actions.Register(action.HTTP{Transport: transport})
 	actions.Register(mcpclient.New(mcpclient.Config{ServersFile: filepath.Join(h.Dir, mcpclient.ServersFile),
 		AllowInlineCommands: opts.AllowInlineMCPCommands, LookupEnv: opts.LookupEnv,
-		InlineEnv: workflowEnv(opts), InlineEnvHint: opts.EnvPolicy.UnsetHint}))
+		InlineEnv: workflowEnv(opts), InlineEnvHint: opts.EnvPolicy.UnsetHint, InlineTransport: transport}))
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
 	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
-		now: opts.Now, log: opts.Logger,
+		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, log: opts.Logger,
 		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}}
 	if svc.now == nil {
 		svc.now = time.Now
@@ -175,7 +190,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		return nil, err
 	}
 	svc.Engine = eng
-	svc.openCatalogs(opts)
+	svc.openCatalogs(opts, transport)
 	if svc.retention.active() {
 		svc.startRetention(opts.RetentionEvery)
 	}
