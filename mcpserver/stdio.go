@@ -15,16 +15,20 @@ import (
 )
 
 // StdioTransport is the MCP transport over a byte stream (stdin and
-// stdout): newline-delimited JSON-RPC messages, batches (JSON arrays) for
-// protocol versions before 2025-06-18, as the go-sdk's mcp.IOTransport.
+// stdout): newline-delimited JSON-RPC messages, one per line as MCP's
+// stdio transport defines them, batches (JSON arrays) for protocol
+// versions before 2025-06-18.
 //
-// It exists for speed: the go-sdk decodes each incoming message three times
-// through a JSON decoder that allocates a 32 KB buffer per call (about 0.1 ms
-// of CPU per message, a third of a cheap tool call). This one decodes each
-// frame once, with encoding/json, keeping the same rules: keys match
-// exactly, "jsonrpc" must be "2.0", an id is a number or a string, a message
-// with a "method" key is a request (a call when it has an id), any other
-// one a response. Server.ConnectStdio connects it with the server's quick
+// It exists for speed, and to survive what a client sends: the go-sdk's
+// mcp.IOTransport decodes each incoming message three times through a JSON
+// decoder that allocates a 32 KB buffer per call (about 0.1 ms of CPU per
+// message, a third of a cheap tool call), and ends the session at the
+// first message it cannot decode. This one decodes each line once, with
+// encoding/json, keeping the same rules: keys match exactly, "jsonrpc"
+// must be "2.0", an id is a number or a string, a message with a "method"
+// key is a request (a call when it has an id), any other one a response.
+// A line that breaks them, or is longer than MaxFrame, is answered with
+// JSON-RPC's error (rpcrefuse.go) and the session goes on. Server.ConnectStdio connects it with the server's quick
 // reads (stdioinline.go); a StdioTransport built directly leaves every
 // message to the SDK.
 type StdioTransport struct {
