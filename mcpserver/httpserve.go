@@ -271,7 +271,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeRefusal(w, http.StatusRequestEntityTooLarge, tooLarge(int(tooBig.Limit), nil))
+			writeRefusal(w, http.StatusRequestEntityTooLarge, tooLarge(int(tooBig.Limit), body[:min(len(body), lineHead)]))
 		} else {
 			writeRefusal(w, http.StatusBadRequest, parseError(errors.New("failed to read the body")))
 		}

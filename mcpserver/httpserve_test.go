@@ -165,7 +165,7 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 		{"empty", http.MethodPost, "", nil, http.StatusBadRequest, parse, nil},
 		{"empty batch", http.MethodPost, "[]", nil, http.StatusBadRequest, invalid, nil},
 		{"batch in 2025-06-18", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: "2025-06-18"}, http.StatusBadRequest, invalid, nil},
-		{"too large", http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", DefaultMaxMessageBytes) + `"}}`, nil, http.StatusRequestEntityTooLarge, invalid, nil},
+		{"too large", http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", DefaultMaxMessageBytes) + `"}}`, nil, http.StatusRequestEntityTooLarge, invalid, 4},
 		{"GET without a session", http.MethodGet, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
 		{"DELETE without a session", http.MethodDelete, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
 		{"PUT", http.MethodPut, ping, nil, http.StatusMethodNotAllowed, 0, nil},
@@ -422,5 +422,24 @@ func TestHTTPElicitationDuringACall(t *testing.T) {
 	}
 	if isError := call(t, cs, "workflow_delete", map[string]any{"name": "greet"}, &deleted); isError || deleted.Name != "greet" || asked != 1 {
 		t.Fatalf("workflow_delete: error %v, %+v, asked %d times", isError, deleted, asked)
+	}
+}
+
+// Options.MaxMessageBytes is the body limit: a body over it is refused
+// with a JSON-RPC error, one within it served.
+func TestHTTPMaxMessageBytes(t *testing.T) {
+	e := newEnv(t, Options{Version: "test", BaseURL: "http://127.0.0.1", MaxMessageBytes: 8192}, service.Options{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	c := &rawHTTP{t: t, srv: e.srv, url: hs.URL + "/mcp"}
+	c.initialize()
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"`+strings.Repeat("a", 8192)+`"}}`, nil)
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.HasPrefix(string(body), `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,`) ||
+		!strings.Contains(string(body), "8192") {
+		t.Fatalf("over the limit: %d %s", res.StatusCode, body)
+	}
+	if msgs := events(t, c.do(http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"`+strings.Repeat("a", 8000)+`"}}`, nil)); len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("within the limit: %v", msgs)
 	}
 }
