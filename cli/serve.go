@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,9 @@ type serveOptions struct {
 	http            string
 	authTokens      []string
 	insecure        bool
+	behindTLSProxy  bool
 	tlsCert, tlsKey string
+	maxMessageBytes int
 	sessionTimeout  time.Duration
 	expose          bool
 	catalogURLs     bool
@@ -85,9 +88,11 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.http, "http", "", "serve streamable HTTP at ADDR/mcp instead of stdio (--http alone: "+DefaultHTTPAddr+")")
 	f.Lookup("http").NoOptDefVal = DefaultHTTPAddr
 	f.StringArrayVar(&o.authTokens, "auth-token", nil, "bearer token HTTP clients must send (repeatable; also $STEPWISE_AUTH_TOKENS, comma-separated)")
-	f.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --http address without --auth-token")
+	f.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --http address without --auth-token or TLS")
+	f.BoolVar(&o.behindTLSProxy, "behind-tls-proxy", false, "a non-loopback --http without --tls-cert is reached only through a proxy that terminates TLS")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (with --tls-key)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "the private key file of --tls-cert")
+	f.IntVar(&o.maxMessageBytes, "max-message-bytes", mcpserver.DefaultMaxMessageBytes, "refuse an incoming JSON-RPC message (a stdio line, an HTTP body) longer than this, with a JSON-RPC error")
 	f.DurationVar(&o.sessionTimeout, "session-timeout", 30*time.Minute, "close HTTP sessions idle this long")
 	f.BoolVar(&o.expose, "expose-workflows", false, "make each library workflow a tool wf_<name> taking its inputs")
 	f.BoolVar(&o.catalogURLs, "allow-catalog-urls", false, "let MCP callers import OpenAPI catalogs from http(s) URLs (the server fetches them)")
@@ -110,8 +115,11 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.http == "" && (o.tlsCert != "" || len(o.authTokens) > 0 || o.publicURL != "" || o.insecure) {
-		return usageErr("--tls-cert, --auth-token, --insecure and --public-url need --http")
+	if o.http == "" && (o.tlsCert != "" || len(o.authTokens) > 0 || o.publicURL != "" || o.insecure || o.behindTLSProxy) {
+		return usageErr("--tls-cert, --auth-token, --insecure, --behind-tls-proxy and --public-url need --http")
+	}
+	if o.maxMessageBytes < minMessageBytes || o.maxMessageBytes > maxMessageBytes {
+		return usageErr("--max-message-bytes %d: give %d to %d", o.maxMessageBytes, minMessageBytes, maxMessageBytes)
 	}
 	if env := os.Getenv("STEPWISE_AUTH_TOKENS"); env != "" {
 		for _, t := range strings.Split(env, ",") {
@@ -162,11 +170,21 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	protocolLevel := max(level, slog.LevelWarn) // the SDK is chatty at info
 	protocolLogger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: protocolLevel}))
 
+	// Everything HTTP needs is checked before anything is announced: the
+	// address, the key pair, the listener.
 	var ln net.Listener
+	var tlsConfig *tls.Config
 	baseURL := ""
 	if o.http != "" {
-		if err := checkBind(o.http, len(o.authTokens) > 0, o.insecure); err != nil {
+		if err := checkBind(o.http, len(o.authTokens) > 0, o.tlsCert != "", o.insecure, o.behindTLSProxy); err != nil {
 			return err
+		}
+		if o.tlsCert != "" {
+			cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+			if err != nil {
+				return usageErr("--tls-cert %s, --tls-key %s: %v (the certificate, then its private key, both PEM)", o.tlsCert, o.tlsKey, err)
+			}
+			tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		}
 		ln, err = net.Listen("tcp", o.http)
 		if err != nil {
@@ -197,7 +215,8 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell})
 		opening <- opened{svc, err}
 	}()
-	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger, ProtocolLogger: protocolLogger})
+	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger,
+		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes})
 	sessionLog.Attach(srv)
 	var svc *service.Service
 	defer func() {
@@ -242,7 +261,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 			return startErr
 		}
 		if ln != nil {
-			err = serveHTTP(ctx, ln, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
+			err = serveHTTP(ctx, ln, tlsConfig, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
 		} else {
 			err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), func() ([]any, error) { return policy, nil })
 		}
@@ -309,17 +328,32 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// checkBind refuses to serve without authentication on an address other
-// machines can reach, unless told to.
-func checkBind(addr string, hasTokens, insecure bool) error {
+// The bounds of --max-message-bytes.
+const (
+	minMessageBytes = 4 << 10
+	maxMessageBytes = 1 << 30
+)
+
+// checkBind refuses, unless told to, to serve on an address other machines
+// can reach without authentication, or with bearer tokens that would cross
+// the network in clear: without TLS of its own or a TLS-terminating proxy
+// in front.
+func checkBind(addr string, hasTokens, hasTLS, insecure, behindProxy bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usageErr("--http %q: want HOST:PORT (e.g. %s)", addr, DefaultHTTPAddr)
 	}
-	if mcpserver.IsLoopback(host) || hasTokens || insecure {
+	if mcpserver.IsLoopback(host) || insecure {
 		return nil
 	}
-	return usageErr("--http %s is reachable from other machines: give --auth-token (or $STEPWISE_AUTH_TOKENS), or --insecure to serve without authentication", addr)
+	if !hasTokens {
+		return usageErr("--http %s is reachable from other machines: give --auth-token (or $STEPWISE_AUTH_TOKENS), or --insecure to serve without authentication", addr)
+	}
+	if !hasTLS && !behindProxy {
+		return usageErr("--http %s is reachable from other machines and bearer tokens must not cross the network in clear: give --tls-cert and --tls-key, "+
+			"or --behind-tls-proxy when a proxy that terminates TLS is in front, or --insecure", addr)
+	}
+	return nil
 }
 
 // selfURL is how local clients reach the listener.
@@ -416,19 +450,23 @@ func runSession(ctx context.Context, ss *mcp.ServerSession) error {
 	}
 }
 
-func serveHTTP(ctx context.Context, ln net.Listener, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any) error {
+// serveHTTP serves ln (through TLS with tlsConfig, when there is one: its
+// key pair is loaded already, so nothing is left to fail once the address
+// is announced).
+func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any) error {
 	hs := &http.Server{
 		Handler:           srv.HTTPHandler(mcpserver.HTTPOptions{AuthTokens: o.authTokens, SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConfig,
 	}
 	hs.RegisterOnShutdown(srv.EndHTTPSessions) // listening clients would hold the shutdown
 	fmt.Fprintf(stderr, "stepwise: serving MCP at %s/mcp\n", baseURL)
 	logger.Info("serving MCP over HTTP", append([]any{"url", baseURL + "/mcp", "auth", len(o.authTokens) > 0}, policy...)...)
 	errc := make(chan error, 1)
 	go func() {
-		if o.tlsCert != "" {
-			errc <- hs.ServeTLS(ln, o.tlsCert, o.tlsKey)
+		if tlsConfig != nil {
+			errc <- hs.ServeTLS(ln, "", "") // the certificate is in TLSConfig
 		} else {
 			errc <- hs.Serve(ln)
 		}

@@ -34,7 +34,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
-	transport := newHTTPTransport(s.mcp, o.SessionTimeout, s.opts.ProtocolLogger)
+	transport := newHTTPTransport(s.mcp, o.SessionTimeout, s.opts.MaxMessageBytes, s.opts.ProtocolLogger)
 	s.httpMu.Lock()
 	s.https = append(s.https, transport)
 	s.httpMu.Unlock()

@@ -34,7 +34,7 @@ import (
 // What it keeps from the go-sdk's, because clients rely on it: the Host
 // check against DNS rebinding on loopback, sessions bound to the user of
 // the bearer token that opened them, the protocol-version header check, a
-// 4 MB body limit, and the answers a stateful server gives to the
+// body limit (Options.MaxMessageBytes, 4 MiB by default), and the answers a stateful server gives to the
 // stateless protocol of SEP-2575 (2026-07-28): `server/discover` is
 // answered, every other call is refused with the versions this server
 // speaks, which sends a go-sdk client back to `initialize`.
@@ -47,7 +47,6 @@ const (
 	statelessProtocol = "2026-07-28"
 	// defaultProtocol is the version of a request that names none.
 	defaultProtocol = "2025-03-26"
-	maxHTTPBody     = 4 << 20
 	methodDiscover  = "server/discover"
 )
 
@@ -55,17 +54,21 @@ const (
 type httpTransport struct {
 	server  *mcp.Server
 	timeout time.Duration
+	maxBody int64
 	log     *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*streamSession
 }
 
-func newHTTPTransport(server *mcp.Server, timeout time.Duration, log *slog.Logger) *httpTransport {
+func newHTTPTransport(server *mcp.Server, timeout time.Duration, maxBody int, log *slog.Logger) *httpTransport {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &httpTransport{server: server, timeout: timeout, log: log, sessions: map[string]*streamSession{}}
+	if maxBody <= 0 {
+		maxBody = DefaultMaxMessageBytes
+	}
+	return &httpTransport{server: server, timeout: timeout, maxBody: int64(maxBody), log: log, sessions: map[string]*streamSession{}}
 }
 
 // ServeHTTP implements http.Handler.
@@ -77,7 +80,7 @@ func (h *httpTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
+		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	}
 	version := r.Header.Get(headerProtocol)
 	if supported := mcp.SupportedProtocolVersions(); version != "" && version < statelessProtocol && !slices.Contains(supported, version) {
@@ -248,32 +251,34 @@ func IsLoopback(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// writeRPCError answers a POST with a JSON-RPC error and an HTTP status.
+// writeRPCError answers a POST with a JSON-RPC error and an HTTP status
+// (the id null when it is the zero ID).
 func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, rpcErr *jsonrpc.Error) {
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: rpcErr})
-	if err != nil {
-		http.Error(w, rpcErr.Message, status)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
+	writeRefusal(w, status, &messageError{id: id, err: rpcErr})
 }
 
-// readBody reads a POST's body, answering 413 or 400 when it cannot.
+// writeRefusal answers a POST whose message was refused.
+func writeRefusal(w http.ResponseWriter, status int, e *messageError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(e.answer(), '\n'))
+}
+
+// readBody reads a POST's body, answering with a JSON-RPC error (HTTP 413
+// or 400) when it cannot: a body over the limit is read no further.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit), http.StatusRequestEntityTooLarge)
+			writeRefusal(w, http.StatusRequestEntityTooLarge, tooLarge(int(tooBig.Limit), body[:min(len(body), lineHead)]))
 		} else {
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+			writeRefusal(w, http.StatusBadRequest, parseError(errors.New("failed to read the body")))
 		}
 		return nil, false
 	}
-	if len(body) == 0 {
-		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+	if firstByte(body) == len(body) {
+		writeRefusal(w, http.StatusBadRequest, parseError(errors.New("the body is empty")))
 		return nil, false
 	}
 	return body, true

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/service"
@@ -141,27 +142,51 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 	c := serveHTTPTest(t, HTTPOptions{})
 	c.initialize()
 	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	const parse, invalid = jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest
 	for _, tc := range []struct {
 		name, method, body string
 		hdr                map[string]string
 		status             int
+		code               int64 // the JSON-RPC error of the body (0: not JSON-RPC)
+		id                 any   // its id
 	}{
-		{"foreign Host on loopback", http.MethodPost, ping, map[string]string{"Host": "evil.example"}, http.StatusForbidden},
-		{"not JSON", http.MethodPost, ping, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType},
-		{"no event streams accepted", http.MethodPost, ping, map[string]string{"Accept": "application/json"}, http.StatusBadRequest},
-		{"unknown protocol version", http.MethodPost, ping, map[string]string{headerProtocol: "1999-01-01"}, http.StatusBadRequest},
-		{"unknown session", http.MethodPost, ping, map[string]string{headerSession: "nope"}, http.StatusNotFound},
-		{"malformed", http.MethodPost, `{"jsonrpc":`, nil, http.StatusBadRequest},
-		{"empty", http.MethodPost, "", nil, http.StatusBadRequest},
-		{"batch in 2025-06-18", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: "2025-06-18"}, http.StatusBadRequest},
-		{"too large", http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", maxHTTPBody) + `"}}`, nil, http.StatusRequestEntityTooLarge},
-		{"GET without a session", http.MethodGet, "", map[string]string{headerSession: ""}, http.StatusBadRequest},
-		{"DELETE without a session", http.MethodDelete, "", map[string]string{headerSession: ""}, http.StatusBadRequest},
-		{"PUT", http.MethodPut, ping, nil, http.StatusMethodNotAllowed},
+		{"foreign Host on loopback", http.MethodPost, ping, map[string]string{"Host": "evil.example"}, http.StatusForbidden, 0, nil},
+		{"not JSON", http.MethodPost, ping, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType, 0, nil},
+		{"no event streams accepted", http.MethodPost, ping, map[string]string{"Accept": "application/json"}, http.StatusBadRequest, 0, nil},
+		{"unknown protocol version", http.MethodPost, ping, map[string]string{headerProtocol: "1999-01-01"}, http.StatusBadRequest, 0, nil},
+		{"unknown session", http.MethodPost, ping, map[string]string{headerSession: "nope"}, http.StatusNotFound, 0, nil},
+		{"malformed", http.MethodPost, `{"jsonrpc":`, nil, http.StatusBadRequest, parse, nil},
+		{"garbage", http.MethodPost, `hello, server`, nil, http.StatusBadRequest, parse, nil},
+		{"leading NULs", http.MethodPost, "\x00\x00" + ping, nil, http.StatusBadRequest, parse, nil},
+		{"deep", http.MethodPost, strings.Repeat("[", 100000) + strings.Repeat("]", 100000), nil, http.StatusBadRequest, parse, nil},
+		{"version 1.0", http.MethodPost, `{"jsonrpc":"1.0","id":4,"method":"ping"}`, nil, http.StatusBadRequest, invalid, 4},
+		{"numeric method", http.MethodPost, `{"jsonrpc":"2.0","id":"m","method":7}`, nil, http.StatusBadRequest, invalid, "m"},
+		{"object id", http.MethodPost, `{"jsonrpc":"2.0","id":{},"method":"ping"}`, nil, http.StatusBadRequest, invalid, nil},
+		{"empty", http.MethodPost, "", nil, http.StatusBadRequest, parse, nil},
+		{"empty batch", http.MethodPost, "[]", nil, http.StatusBadRequest, invalid, nil},
+		{"batch in 2025-06-18", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: "2025-06-18"}, http.StatusBadRequest, invalid, nil},
+		{"too large", http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", DefaultMaxMessageBytes) + `"}}`, nil, http.StatusRequestEntityTooLarge, invalid, 4},
+		{"GET without a session", http.MethodGet, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
+		{"DELETE without a session", http.MethodDelete, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
+		{"PUT", http.MethodPut, ping, nil, http.StatusMethodNotAllowed, 0, nil},
 	} {
-		if res := c.do(tc.method, tc.body, tc.hdr); res.StatusCode != tc.status {
-			body, _ := io.ReadAll(res.Body)
+		res := c.do(tc.method, tc.body, tc.hdr)
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != tc.status {
 			t.Errorf("%s: %d, want %d: %s", tc.name, res.StatusCode, tc.status, body)
+		}
+		if tc.code == 0 {
+			continue
+		}
+		var answer struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *jsonrpc.Error  `json:"error"`
+		}
+		wantID, _ := json.Marshal(tc.id)
+		if err := json.Unmarshal(body, &answer); err != nil || answer.JSONRPC != "2.0" || answer.Error == nil ||
+			answer.Error.Code != tc.code || string(answer.ID) != string(wantID) || res.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: want JSON-RPC error %d with id %s, got %s (%v)", tc.name, tc.code, wantID, body, err)
 		}
 	}
 	// None of it touched the session.
@@ -397,5 +422,24 @@ func TestHTTPElicitationDuringACall(t *testing.T) {
 	}
 	if isError := call(t, cs, "workflow_delete", map[string]any{"name": "greet"}, &deleted); isError || deleted.Name != "greet" || asked != 1 {
 		t.Fatalf("workflow_delete: error %v, %+v, asked %d times", isError, deleted, asked)
+	}
+}
+
+// Options.MaxMessageBytes is the body limit: a body over it is refused
+// with a JSON-RPC error, one within it served.
+func TestHTTPMaxMessageBytes(t *testing.T) {
+	e := newEnv(t, Options{Version: "test", BaseURL: "http://127.0.0.1", MaxMessageBytes: 8192}, service.Options{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	c := &rawHTTP{t: t, srv: e.srv, url: hs.URL + "/mcp"}
+	c.initialize()
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"`+strings.Repeat("a", 8192)+`"}}`, nil)
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.HasPrefix(string(body), `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,`) ||
+		!strings.Contains(string(body), "8192") {
+		t.Fatalf("over the limit: %d %s", res.StatusCode, body)
+	}
+	if msgs := events(t, c.do(http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"`+strings.Repeat("a", 8000)+`"}}`, nil)); len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("within the limit: %v", msgs)
 	}
 }

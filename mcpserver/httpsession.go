@@ -177,7 +177,7 @@ func (s *streamSession) servePOST(w http.ResponseWriter, r *http.Request, versio
 	}
 	msgs, batch, err := decodeBody(body)
 	if err != nil {
-		http.Error(w, "malformed payload: "+err.Error(), http.StatusBadRequest)
+		writeRefusal(w, http.StatusBadRequest, refusal(err))
 		return
 	}
 	effective := version
@@ -185,7 +185,8 @@ func (s *streamSession) servePOST(w http.ResponseWriter, r *http.Request, versio
 		effective = defaultProtocol
 	}
 	if batch && effective >= noBatchesFrom {
-		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", noBatchesFrom, effective), http.StatusBadRequest)
+		writeRefusal(w, http.StatusBadRequest, invalidRequest(jsonrpc.ID{},
+			"JSON-RPC batching is not supported in %s and later (request version: %s)", noBatchesFrom, effective))
 		return
 	}
 	ti := auth.TokenInfoFromContext(r.Context())
@@ -347,7 +348,9 @@ func metaProtocol(params json.RawMessage) string {
 	return v
 }
 
-// decodeBody decodes a POST's message, or the messages of a batch.
+// decodeBody decodes a POST's message, or the messages of a batch; it
+// fails with a *messageError (for a batch, that of its first message that
+// is not one: the POST is refused whole).
 func decodeBody(body []byte) ([]jsonrpc.Message, bool, error) {
 	if i := firstByte(body); i < len(body) && body[i] == '[' {
 		raws, err := batchParts(body)

@@ -37,6 +37,11 @@ type Options struct {
 	// LibraryPoll is how often the library's files are re-read to notice
 	// edits made outside stepwise (default 2s).
 	LibraryPoll time.Duration
+	// MaxMessageBytes bounds an incoming JSON-RPC message: a stdio line
+	// (ConnectStdio) or an HTTP POST body (default
+	// DefaultMaxMessageBytes). A longer one is refused without being held
+	// whole, and the session goes on.
+	MaxMessageBytes int
 
 	// deriveSchemas derives every built-in tool's schemas from the Go
 	// types instead of reading toolschemas.json (which is generated so).

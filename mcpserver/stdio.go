@@ -15,23 +15,28 @@ import (
 )
 
 // StdioTransport is the MCP transport over a byte stream (stdin and
-// stdout): newline-delimited JSON-RPC messages, batches (JSON arrays) for
-// protocol versions before 2025-06-18, as the go-sdk's mcp.IOTransport.
+// stdout): newline-delimited JSON-RPC messages, one per line as MCP's
+// stdio transport defines them, batches (JSON arrays) for protocol
+// versions before 2025-06-18.
 //
-// It exists for speed: the go-sdk decodes each incoming message three times
-// through a JSON decoder that allocates a 32 KB buffer per call (about 0.1 ms
-// of CPU per message, a third of a cheap tool call). This one decodes each
-// frame once, with encoding/json, keeping the same rules: keys match
-// exactly, "jsonrpc" must be "2.0", an id is a number or a string, a message
-// with a "method" key is a request (a call when it has an id), any other
-// one a response. Server.ConnectStdio connects it with the server's quick
+// It exists for speed, and to survive what a client sends: the go-sdk's
+// mcp.IOTransport decodes each incoming message three times through a JSON
+// decoder that allocates a 32 KB buffer per call (about 0.1 ms of CPU per
+// message, a third of a cheap tool call), and ends the session at the
+// first message it cannot decode. This one decodes each line once, with
+// encoding/json, keeping the same rules: keys match exactly, "jsonrpc"
+// must be "2.0", an id is a number or a string, a message with a "method"
+// key is a request (a call when it has an id), any other one a response.
+// A line that breaks them, or is longer than MaxFrame, is answered with
+// JSON-RPC's error (rpcrefuse.go) and the session goes on. Server.ConnectStdio connects it with the server's quick
 // reads (stdioinline.go); a StdioTransport built directly leaves every
 // message to the SDK.
 type StdioTransport struct {
 	Reader io.ReadCloser
 	Writer io.WriteCloser
-	// MaxFrame bounds the bytes of one incoming message (0:
-	// mcp.DefaultMaxLineLength).
+	// MaxFrame bounds the bytes of one incoming message, its line's end
+	// aside (0: DefaultMaxMessageBytes). A longer one is refused, and
+	// dropped as it is read, never held whole.
 	MaxFrame int
 
 	quick *quickAnswers // set by Server.ConnectStdio
@@ -43,13 +48,11 @@ var _ mcp.Transport = (*StdioTransport)(nil)
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	limit := t.MaxFrame
 	if limit <= 0 {
-		limit = mcp.DefaultMaxLineLength
+		limit = DefaultMaxMessageBytes
 	}
 	c := &stdioConn{r: t.Reader, w: t.Writer, quick: t.quick, frames: make(chan frame), done: make(chan struct{})}
-	if c.quick != nil {
-		c.answers = newAnswerWriter(t.Writer, &c.writeMu)
-		go c.answers.run()
-	}
+	c.answers = newAnswerWriter(t.Writer, &c.writeMu)
+	go c.answers.run()
 	go c.readFrames(limit)
 	return c, nil
 }
@@ -57,17 +60,19 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 // The protocol version from which JSON-RPC batches are refused.
 const noBatchesFrom = "2025-06-18"
 
+// frame is what the reader hands to Read: a message, a batch undecoded,
+// or the error that ends the stream.
 type frame struct {
-	data []byte
-	msg  jsonrpc.Message // data decoded, when the reader already did
-	err  error
+	batch []byte
+	msg   jsonrpc.Message
+	err   error
 }
 
 type stdioConn struct {
 	r       io.ReadCloser
 	w       io.WriteCloser
 	quick   *quickAnswers // nil: the SDK answers everything
-	answers *answerWriter // the quick answers' (stdiowriter.go), with quick
+	answers *answerWriter // what the transport answers itself (stdiowriter.go): quick answers, refusals
 
 	frames chan frame        // from readFrames
 	done   chan struct{}     // closed by Close
@@ -88,52 +93,59 @@ type stdioConn struct {
 type inBatch struct {
 	index   map[jsonrpc.ID]int
 	answers []*jsonrpc.Response
+	refused [][]byte // the errors of its messages that were refused, encoded
 	left    int
 }
 
-// readFrames reads one JSON value after another (each must end its line)
-// and hands them to Read; it stops at the first error. Reading happens in
-// its own goroutine so that Close unblocks a Read waiting for input.
+// readFrames reads one line after another and hands the messages on them
+// to Read; it stops at the first error reading. Reading happens in its own
+// goroutine so that Close unblocks a Read waiting for input. A line that
+// is not a JSON-RPC message, or is too long, is answered here with
+// JSON-RPC's error (rpcrefuse.go), and the reading goes on.
 func (c *stdioConn) readFrames(limit int) {
-	lr := &limitedReader{r: c.r, left: limit}
-	dec := json.NewDecoder(lr) // it buffers, reusing its buffer
-
+	lines := newLineReader(c.r, limit)
 	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == nil {
-			// What follows a message on its line must be the line's end.
-			var next [1]byte
-			if n, rerr := dec.Buffered().Read(next[:]); n > 0 {
-				if next[0] != '\n' && next[0] != '\r' {
-					err = errors.New("invalid trailing data at the end of a message")
-				}
-			} else if rerr != nil && rerr != io.EOF {
-				err = rerr
+		data, err := lines.next()
+		var f frame
+		var tooLong *lineTooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			if f.err = c.refuse(tooLarge(tooLong.Limit, tooLong.Head)); f.err == nil {
+				continue
 			}
-		}
-		f := frame{data: raw, err: err}
-		if err == nil && c.quick != nil {
+		case err != nil:
+			f.err = err
+		default:
+			i := firstByte(data)
+			if i == len(data) {
+				continue // a blank line
+			}
+			if data[i] == '[' {
+				f.batch = data
+				break
+			}
 			var answer []byte
-			if f.msg, answer, f.err = c.answerQuick(raw); answer != nil {
+			f.msg, answer, err = c.decode(data)
+			switch {
+			case err != nil:
+				f.err = c.refuse(refusal(err))
+			case answer != nil:
 				// Answers to calls read together go out together.
-				if f.err = c.answers.queue(answer, !lineBuffered(dec.Buffered())); f.err == nil {
-					lr.left = limit
-					continue
-				}
+				f.err = c.answers.queue(answer, !lines.moreBuffered())
+			}
+			if f.err == nil && (err != nil || answer != nil) {
+				continue // answered here
 			}
 		}
-		if c.quick != nil {
-			if f.err == nil {
-				// The SDK's calls are known before the next quick one is
-				// read: it must not reuse their ids.
-				f.msg, f.err = c.handOn(f)
-			}
-			if f.err != nil {
-				c.answers.drain() // the session ends: what was answered goes out first
-			} else {
-				c.answers.flush()
-			}
+		if c.quick != nil && f.err == nil {
+			// The SDK's calls are known before the next quick one is
+			// read: it must not reuse their ids.
+			c.handOn(f)
+		}
+		if f.err != nil {
+			c.answers.drain() // the session ends: what was answered goes out first
+		} else {
+			c.answers.flush()
 		}
 		select {
 		case c.frames <- f:
@@ -143,47 +155,40 @@ func (c *stdioConn) readFrames(limit int) {
 		if f.err != nil {
 			return
 		}
-		lr.left = limit
 	}
 }
 
-// handOn records the calls of a frame the SDK is to answer, decoding it
-// unless it is decoded already (a batch is decoded again by Read).
-func (c *stdioConn) handOn(f frame) (jsonrpc.Message, error) {
+// refuse answers a refused message; it fails when the answer cannot be
+// written.
+func (c *stdioConn) refuse(e *messageError) error {
+	return c.answers.queue(e.answer(), true)
+}
+
+// handOn records the calls of a frame the SDK is to answer (a batch is
+// decoded again by Read).
+func (c *stdioConn) handOn(f frame) {
 	if f.msg != nil {
 		c.handedOn(f.msg)
-		return f.msg, nil
+		return
 	}
-	if i := firstByte(f.data); i < len(f.data) && f.data[i] == '[' {
-		if raws, err := batchParts(f.data); err == nil {
-			for _, raw := range raws {
-				if m, err := decodeMessage(raw); err == nil {
-					c.handedOn(m)
-				}
+	if raws, err := batchParts(f.batch); err == nil {
+		for _, raw := range raws {
+			if m, err := decodeMessage(raw); err == nil {
+				c.handedOn(m)
 			}
 		}
-		return nil, nil
 	}
-	m, err := decodeMessage(f.data)
-	if err == nil {
-		c.handedOn(m)
-	}
-	return m, err
 }
 
-// answerQuick answers a tools/call that the server answers on this
-// goroutine (see quickAnswers); otherwise it returns the message decoded
-// (nil when it is not a single tools/call) for the SDK.
-func (c *stdioConn) answerQuick(raw []byte) (jsonrpc.Message, []byte, error) {
-	if !bytes.Contains(raw, []byte(`"tools/call"`)) {
-		return nil, nil, nil
-	}
-	if i := firstByte(raw); i == len(raw) || raw[i] != '{' {
-		return nil, nil, nil // a batch: the SDK's way
-	}
+// decode decodes a message; a tools/call that the server answers on this
+// goroutine (see quickAnswers) comes with its answer.
+func (c *stdioConn) decode(raw []byte) (jsonrpc.Message, []byte, error) {
 	msg, err := decodeMessage(raw)
-	if err != nil {
-		return nil, nil, err
+	if err != nil || c.quick == nil {
+		return msg, nil, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); !ok || req.Method != "tools/call" {
+		return msg, nil, nil
 	}
 	version, busy := c.negotiated(msg)
 	if busy {
@@ -193,40 +198,6 @@ func (c *stdioConn) answerQuick(raw []byte) (jsonrpc.Message, []byte, error) {
 		return msg, answer, nil
 	}
 	return msg, nil, nil
-}
-
-// lineBuffered reports whether the rest of what the decoder has read
-// holds another whole message (a line with something on it), so that an
-// answer may wait to go out with the next one's.
-func lineBuffered(r io.Reader) bool {
-	var buf [4096]byte
-	n, _ := r.Read(buf[:])
-	rest := buf[:n]
-	i := firstByte(rest)
-	return i < len(rest) && bytes.IndexByte(rest[i:], '\n') >= 0
-}
-
-// errInvalidRequest is JSON-RPC's "invalid request".
-var errInvalidRequest = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request"}
-
-var errFrameTooLarge = errors.New("an incoming JSON-RPC message exceeded the maximum length")
-
-// limitedReader fails once a frame has read more than its budget.
-type limitedReader struct {
-	r    io.Reader
-	left int
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		return 0, errFrameTooLarge
-	}
-	if len(p) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= n
-	return n, err
 }
 
 // Read implements mcp.Connection.
@@ -239,33 +210,38 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	var f frame
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.done:
-		return nil, io.EOF
-	case f = <-c.frames:
-	}
-	if f.err != nil {
-		return nil, f.err
-	}
-	m := f.msg
-	if m == nil {
-		if i := firstByte(f.data); i < len(f.data) && f.data[i] == '[' {
-			return c.readBatch(f.data)
+	for {
+		var f frame
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, io.EOF
+		case f = <-c.frames:
 		}
-		var err error
-		if m, err = decodeMessage(f.data); err != nil {
-			return nil, err
+		if f.err != nil {
+			return nil, f.err
 		}
+		if f.msg == nil {
+			m, err := c.readBatch(f.batch)
+			if err != nil {
+				if err := c.refuse(refusal(err)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if m == nil {
+				continue // every message in it was refused
+			}
+			return m, nil
+		}
+		if req, ok := f.msg.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
+			c.mu.Lock()
+			c.initID = req.ID
+			c.mu.Unlock()
+		}
+		return f.msg, nil
 	}
-	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" && req.IsCall() {
-		c.mu.Lock()
-		c.initID = req.ID
-		c.mu.Unlock()
-	}
-	return m, nil
 }
 
 func firstByte(b []byte) int {
@@ -277,40 +253,52 @@ func firstByte(b []byte) int {
 }
 
 // readBatch splits an incoming batch and records its calls so that their
-// answers go out together.
+// answers go out together. A message of the batch that is not one gets
+// its error among the batch's answers; a batch refused as a whole is an
+// error (a *messageError). It returns the batch's first message for the
+// SDK (nil when none is).
 func (c *stdioConn) readBatch(data []byte) (jsonrpc.Message, error) {
 	raws, err := batchParts(data)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	version := c.version
-	c.mu.Unlock()
-	if version >= noBatchesFrom {
-		return nil, fmt.Errorf("JSON-RPC batching is not supported in %s and later (request version: %s)", noBatchesFrom, version)
-	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
+	var refused [][]byte
 	b := &inBatch{index: map[jsonrpc.ID]int{}}
+	var dup error
 	for _, raw := range raws {
 		m, err := decodeMessage(raw)
 		if err != nil {
-			return nil, err
+			refused = append(refused, refusal(err).answer())
+			continue
 		}
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			if _, dup := b.index[req.ID]; dup {
-				return nil, fmt.Errorf("duplicate message ID %v in a batch", req.ID.Raw())
+			if _, seen := b.index[req.ID]; seen && dup == nil {
+				dup = invalidRequest(jsonrpc.ID{}, "the id %v is used twice in the batch", req.ID.Raw())
 			}
 			b.index[req.ID] = len(b.answers)
 			b.answers = append(b.answers, nil)
 		}
 		msgs = append(msgs, m)
 	}
+	c.mu.Lock()
+	version := c.version
+	c.mu.Unlock()
+	if version >= noBatchesFrom {
+		c.release(msgs)
+		return nil, invalidRequest(jsonrpc.ID{}, "JSON-RPC batching is not supported in %s and later (the session's version: %s)", noBatchesFrom, version)
+	}
+	if dup != nil {
+		c.release(msgs)
+		return nil, dup
+	}
 	if b.left = len(b.answers); b.left > 0 {
 		c.mu.Lock()
 		for id := range b.index {
 			if _, seen := c.batches[id]; seen {
 				c.mu.Unlock()
-				return nil, fmt.Errorf("%w: batch contains previously seen request %v", errInvalidRequest, id.Raw())
+				c.release(msgs)
+				return nil, invalidRequest(jsonrpc.ID{}, "the batch reuses the id %v of a call not answered yet", id.Raw())
 			}
 		}
 		if c.batches == nil {
@@ -319,65 +307,101 @@ func (c *stdioConn) readBatch(data []byte) (jsonrpc.Message, error) {
 		for id := range b.index {
 			c.batches[id] = b
 		}
+		b.refused = refused
 		c.mu.Unlock()
+	} else if len(refused) > 0 {
+		// No call of the batch waits for an answer: its refusals go out now.
+		if err := c.answers.queue(joinBatch(refused), true); err != nil {
+			return nil, err
+		}
+	}
+	if len(msgs) == 0 {
+		return nil, nil
 	}
 	c.queue = msgs[1:]
 	return msgs[0], nil
+}
+
+// release forgets the calls of a batch the SDK will not see (see
+// handOn).
+func (c *stdioConn) release(msgs []jsonrpc.Message) {
+	if c.quick == nil {
+		return
+	}
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			c.answered(&jsonrpc.Response{ID: req.ID})
+		}
+	}
+}
+
+// joinBatch is the JSON array of encoded messages.
+func joinBatch(parts [][]byte) []byte {
+	return append(append([]byte{'['}, bytes.Join(parts, []byte{','})...), ']')
 }
 
 // batchParts splits a JSON-RPC batch into its messages, undecoded.
 func batchParts(data []byte) ([]json.RawMessage, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc batch: %w", err)
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, parseError(err)
+		}
+		return nil, invalidRequest(jsonrpc.ID{}, "a batch must be an array of messages")
 	}
 	if len(raws) == 0 {
-		return nil, errors.New("empty batch")
+		return nil, invalidRequest(jsonrpc.ID{}, "empty batch")
 	}
 	return raws, nil
 }
 
 // decodeMessage decodes one JSON-RPC message. Keys are matched exactly
-// (encoding/json alone would match them case-insensitively).
+// (encoding/json alone would match them case-insensitively). It fails
+// with a *messageError: a parse error for what is not JSON, an invalid
+// request (with the message's id when it has a valid one) for JSON that
+// is not a JSON-RPC 2.0 message.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, parseError(err)
+		}
+		return nil, invalidRequest(jsonrpc.ID{}, "a message must be a JSON object")
+	}
+	var id jsonrpc.ID
+	if v, ok := fields["id"]; ok {
+		var raw any
+		if json.Unmarshal(v, &raw) == nil {
+			id, ok = messageID(raw)
+		}
+		if !ok {
+			return nil, invalidRequest(jsonrpc.ID{}, `"id" must be a string or a number`)
+		}
 	}
 	var version string
-	if v, ok := fields["jsonrpc"]; ok {
-		if err := json.Unmarshal(v, &version); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-		}
+	if v, ok := fields["jsonrpc"]; ok && json.Unmarshal(v, &version) != nil {
+		version = "?"
 	}
 	if version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
-	}
-	var rawID any
-	if v, ok := fields["id"]; ok {
-		if err := json.Unmarshal(v, &rawID); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-		}
-	}
-	id, err := jsonrpc.MakeID(rawID)
-	if err != nil {
-		return nil, err
+		return nil, invalidRequest(id, `"jsonrpc" must be "2.0"`)
 	}
 	if m, ok := fields["method"]; ok {
 		var method string
 		if err := json.Unmarshal(m, &method); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			return nil, invalidRequest(id, `"method" must be a string`)
 		}
 		return &jsonrpc.Request{ID: id, Method: method, Params: nullAsAbsent(fields["params"])}, nil
 	}
 	if !id.IsValid() {
-		return nil, errInvalidRequest
+		return nil, invalidRequest(id, `a message needs a "method" (a request) or an "id" (a response)`)
 	}
 	resp := &jsonrpc.Response{ID: id, Result: nullAsAbsent(fields["result"])}
 	if e, ok := fields["error"]; ok && string(e) != "null" {
 		var we jsonrpc.Error
 		if err := json.Unmarshal(e, &we); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			return nil, invalidRequest(id, `"error" must be an error object`)
 		}
 		resp.Error = &we
 	}
@@ -400,11 +424,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.answered(resp)
 		c.noteInitialized(resp)
-		if all, inBatch := c.answerInBatch(resp); inBatch {
-			if all == nil {
+		if b, inBatch := c.answerInBatch(resp); inBatch {
+			if b == nil {
 				return nil // the batch waits for its other answers
 			}
-			return c.writeBatch(all)
+			return c.writeBatch(b)
 		}
 	}
 	data, err := encodeMessage(msg)
@@ -513,8 +537,8 @@ func (c *stdioConn) noteInitialized(resp *jsonrpc.Response) {
 }
 
 // answerInBatch files an answer to a call that came in a batch. It reports
-// whether it did, and returns the batch's answers once they are all there.
-func (c *stdioConn) answerInBatch(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool) {
+// whether it did, and returns the batch once its answers are all there.
+func (c *stdioConn) answerInBatch(resp *jsonrpc.Response) (*inBatch, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b, ok := c.batches[resp.ID]
@@ -526,23 +550,21 @@ func (c *stdioConn) answerInBatch(resp *jsonrpc.Response) ([]*jsonrpc.Response, 
 	if b.left--; b.left > 0 {
 		return nil, true
 	}
-	return b.answers, true
+	return b, true
 }
 
-func (c *stdioConn) writeBatch(answers []*jsonrpc.Response) error {
-	raws := make([]json.RawMessage, len(answers))
-	for i, a := range answers {
+// writeBatch writes a batch's answers, then the errors of its messages
+// that were refused, as one array.
+func (c *stdioConn) writeBatch(b *inBatch) error {
+	raws := make([][]byte, 0, len(b.answers)+len(b.refused))
+	for _, a := range b.answers {
 		raw, err := jsonrpc.EncodeMessage(a)
 		if err != nil {
 			return fmt.Errorf("encoding batch message: %w", err)
 		}
-		raws[i] = raw
+		raws = append(raws, raw)
 	}
-	data, err := json.Marshal(raws)
-	if err != nil {
-		return err
-	}
-	return c.writeLine(data)
+	return c.writeLine(joinBatch(append(raws, b.refused...)))
 }
 
 func (c *stdioConn) writeLine(data []byte) error {
@@ -557,9 +579,7 @@ func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
 		close(c.done)
-		if c.answers != nil {
-			c.answers.close()
-		}
+		c.answers.close()
 	})
 	return c.closeErr
 }

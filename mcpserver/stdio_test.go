@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -115,13 +116,44 @@ func TestStdioTransportBatch(t *testing.T) {
 	}
 }
 
-// From 2025-06-18 on a batch ends the connection, as with the go-sdk's own
-// stdio transport.
+// From 2025-06-18 on a batch is refused as an invalid request (id null),
+// and the session goes on.
 func TestStdioTransportRefusesBatchesFrom20250618(t *testing.T) {
 	r := rawInit(t, "2025-06-18")
 	r.send(`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
-	if line, err := r.recv(); err == nil {
-		t.Fatalf("a batch got an answer: %q", line)
+	r.expectError(jsonrpc.CodeInvalidRequest, nil)
+	r.ping(3)
+}
+
+// expectError reads the next line and fails unless it is a JSON-RPC error
+// with this code and id (nil: null).
+func (r *rawSession) expectError(code int64, id any) {
+	r.t.Helper()
+	line, err := r.recv()
+	if err != nil {
+		r.t.Fatalf("no answer: %v", err)
+	}
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc.Error  `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &msg); err != nil || msg.JSONRPC != "2.0" || msg.Error == nil {
+		r.t.Fatalf("want a JSON-RPC error, got %q (%v)", line, err)
+	}
+	wantID, _ := json.Marshal(id)
+	if msg.Error.Code != code || string(msg.ID) != string(wantID) {
+		r.t.Fatalf("want error %d with id %s, got %q", code, wantID, line)
+	}
+}
+
+// ping sends a ping and fails unless it is answered.
+func (r *rawSession) ping(id int) {
+	r.t.Helper()
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id))
+	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, id)
+	if line, err := r.recv(); err != nil || strings.TrimSpace(line) != want {
+		r.t.Fatalf("ping %d: %q %v", id, line, err)
 	}
 }
 
@@ -163,17 +195,97 @@ func TestStdioDecodeMessage(t *testing.T) {
 	}
 }
 
-// A message followed by anything but its line's end ends the connection.
+// A message followed by anything but its line's end is not JSON: a parse
+// error, and the session goes on.
 func TestStdioTransportTrailingData(t *testing.T) {
 	r := rawInit(t, "2025-03-26")
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"ping"} x`)
-	for {
-		line, err := r.recv()
-		if err != nil {
-			return
-		}
-		if strings.Contains(line, `"id":2`) {
-			t.Fatalf("a message with trailing data got an answer: %q", line)
-		}
+	r.expectError(jsonrpc.CodeParseError, nil)
+	r.ping(3)
+}
+
+// Every message that is not a JSON-RPC 2.0 message is answered with
+// JSON-RPC's error, and the session goes on: through the transport alone
+// and with the quick reads `serve` connects.
+func TestStdioTransportRefusesMalformed(t *testing.T) {
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	deepObject := `{"jsonrpc":"2.0","id":9,"method":"ping","params":` + strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000) + "}"
+	cases := []struct {
+		name, line string
+		code       int64
+		id         any
+	}{
+		{"garbage", "hello, server", jsonrpc.CodeParseError, nil},
+		{"truncated", `{"jsonrpc":"2.0","id":4,"method":"pi`, jsonrpc.CodeParseError, nil},
+		{"version 1.0", `{"jsonrpc":"1.0","id":5,"method":"ping"}`, jsonrpc.CodeInvalidRequest, 5},
+		{"no version", `{"id":"s","method":"ping"}`, jsonrpc.CodeInvalidRequest, "s"},
+		{"numeric method", `{"jsonrpc":"2.0","id":6,"method":42}`, jsonrpc.CodeInvalidRequest, 6},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, jsonrpc.CodeInvalidRequest, nil},
+		{"leading NULs", "\x00\x00\x00" + `{"jsonrpc":"2.0","id":7,"method":"ping"}`, jsonrpc.CodeParseError, nil},
+		{"deep array", deep, jsonrpc.CodeParseError, nil},
+		{"deep params", deepObject, jsonrpc.CodeParseError, nil},
+		{"not an object", `17`, jsonrpc.CodeInvalidRequest, nil},
+		{"null", `null`, jsonrpc.CodeInvalidRequest, nil},
+		{"neither request nor response", `{"jsonrpc":"2.0"}`, jsonrpc.CodeInvalidRequest, nil},
+		{"bad error", `{"jsonrpc":"2.0","id":8,"error":"no"}`, jsonrpc.CodeInvalidRequest, 8},
+		{"empty batch", `[]`, jsonrpc.CodeInvalidRequest, nil},
+		{"bad batch", `[1,`, jsonrpc.CodeParseError, nil},
+		{"too long", `{"jsonrpc":"2.0","id":"big","method":"ping","params":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`, jsonrpc.CodeInvalidRequest, "big"},
+		{"too long, id last", `{"jsonrpc":"2.0","method":"ping","params":{"x":"` + strings.Repeat("a", 1<<20) + `"},"id":3}`, jsonrpc.CodeInvalidRequest, nil},
+	}
+	for _, quick := range []bool{false, true} {
+		t.Run(fmt.Sprint("quick=", quick), func(t *testing.T) {
+			e := newEnv(t, Options{}, service.Options{})
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			var ss *mcp.ServerSession
+			var err error
+			if quick {
+				ss, err = e.srv.ConnectStdio(context.Background(), inR, outW)
+			} else {
+				ss, err = e.srv.MCP().Connect(context.Background(), &StdioTransport{Reader: inR, Writer: outW, MaxFrame: 1 << 20}, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = inW.Close(); _ = outR.Close(); _ = ss.Close() })
+			r := &rawSession{t: t, in: inW, out: bufio.NewReader(outR)}
+			r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			if line, err := r.recv(); err != nil || !strings.Contains(line, `"result"`) {
+				t.Fatalf("initialize: %q %v", line, err)
+			}
+			r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			for i, tc := range cases {
+				if quick && strings.HasPrefix(tc.name, "too long") {
+					continue // the quick connection's limit is the default
+				}
+				r.send(tc.line)
+				r.expectError(tc.code, tc.id)
+				r.ping(100 + i)
+			}
+			// A batch: its good calls answered, its bad messages refused,
+			// in one array.
+			r.send(`[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"1.0","id":"b","method":"ping"},42]`)
+			line, err := r.recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var answers []struct {
+				ID    any            `json:"id"`
+				Error *jsonrpc.Error `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(line), &answers); err != nil || len(answers) != 3 ||
+				answers[0].ID != "a" || answers[0].Error != nil ||
+				answers[1].ID != "b" || answers[1].Error == nil || answers[1].Error.Code != jsonrpc.CodeInvalidRequest ||
+				answers[2].ID != nil || answers[2].Error == nil || answers[2].Error.Code != jsonrpc.CodeInvalidRequest {
+				t.Fatalf("batch: %q %v", line, err)
+			}
+			// A batch with nothing to answer but refusals.
+			r.send(`[{"jsonrpc":"2.0","method":5}]`)
+			if line, err := r.recv(); err != nil || !strings.HasPrefix(line, `[{"jsonrpc":"2.0","id":null,"error":{"code":-32600`) {
+				t.Fatalf("refused batch: %q %v", line, err)
+			}
+			r.ping(1000)
+		})
 	}
 }

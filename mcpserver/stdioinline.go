@@ -79,7 +79,7 @@ func (s *Server) ConnectStdio(ctx context.Context, r io.ReadCloser, w io.WriteCl
 func (s *Server) connectStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) (*mcp.ServerSession, *quickAnswers, error) {
 	// A call's context outlives the session's, as the SDK's calls' do.
 	q := &quickAnswers{srv: s, ctx: context.WithoutCancel(ctx)}
-	ss, err := s.mcp.Connect(ctx, &StdioTransport{Reader: r, Writer: w, quick: q}, nil)
+	ss, err := s.mcp.Connect(ctx, &StdioTransport{Reader: r, Writer: w, MaxFrame: s.opts.MaxMessageBytes, quick: q}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
