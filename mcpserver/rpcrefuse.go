@@ -48,7 +48,7 @@ func refusal(err error) *messageError {
 // tooLarge refuses a message over the limit, with its id when the
 // message's first bytes give it.
 func tooLarge(limit int, head []byte) *messageError {
-	return invalidRequest(headID(head), "the message exceeds %d bytes (the server's limit; see stepwise serve --max-message-bytes)", limit)
+	return invalidRequest(headID(head), "the message exceeds %d bytes (the server's limit, set with --max-message-bytes)", limit)
 }
 
 // answer is the encoded error answer (one JSON value, no line end).
