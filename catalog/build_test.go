@@ -331,12 +331,20 @@ func TestAuthConfig(t *testing.T) {
 
 func TestPreviewGroups(t *testing.T) {
 	c, w := build(t, "petstore-swagger2.yaml", Options{Title: "Petstore"})
-	p := c.Preview(w)
-	if !reflect.DeepEqual(p.Groups, map[string][]string{
-		"pets":   {"petstore.listPets", "petstore.createPet", "petstore.getPet", "petstore.delete_pets_petId"},
-		Untagged: {"petstore.get_stores_storeId_inventory"},
-	}) {
-		t.Errorf("groups: %v", p.Groups)
+	p := c.Preview(w, Page{})
+	if !reflect.DeepEqual(p.Tags, map[string]int{"pets": 4, Untagged: 1}) || p.OperationsTotal != 5 || p.OperationsNextCursor != "" ||
+		!reflect.DeepEqual(p.Safety, map[string]int{action.ReadOnly: 3, action.Mutating: 1, action.Destructive: 1}) {
+		t.Errorf("summary: tags %v, safety %v, total %d, next %q", p.Tags, p.Safety, p.OperationsTotal, p.OperationsNextCursor)
+	}
+	var names []string
+	for _, op := range p.Operations {
+		names = append(names, op.Action)
+	}
+	if want := []string{"petstore.listPets", "petstore.createPet", "petstore.getPet", "petstore.delete_pets_petId", "petstore.get_stores_storeId_inventory"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("operations: %v", names)
+	}
+	if page := c.Preview(w, Page{Offset: 1, Limit: 2}); len(page.Operations) != 2 || page.Operations[0].Action != "petstore.createPet" || page.OperationsNextCursor != "3" {
+		t.Errorf("page 1+2: %+v", page)
 	}
 	if p.Operations[2].Action != "petstore.getPet" || p.Operations[2].Safety != action.ReadOnly || p.Operations[2].Path != "/pets/{petId}" {
 		t.Errorf("operations: %+v", p.Operations)

@@ -23,17 +23,17 @@ const (
 )
 
 func (s *Server) addResources() {
-	s.mcp.AddResource(&mcp.Resource{URI: uriDocs, Name: "workflow-language", Title: "The stepwise workflow language",
+	s.addResource(&mcp.Resource{URI: uriDocs, Name: "workflow-language", Title: "The stepwise workflow language",
 		Description: "The specification of the workflow language (v1): read it before authoring a workflow.", MIMEType: "text/markdown"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return textResource(uriDocs, "text/markdown", docs.Workflows), nil
 		})
-	s.mcp.AddResource(&mcp.Resource{URI: uriSchema, Name: "workflow-schema", Title: "JSON Schema of workflows",
+	s.addResource(&mcp.Resource{URI: uriSchema, Name: "workflow-schema", Title: "JSON Schema of workflows",
 		Description: "The JSON Schema every workflow must satisfy (structure; workflow_validate also checks references and semantics).", MIMEType: "application/schema+json"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return textResource(uriSchema, "application/schema+json", string(workflow.Schema())), nil
 		})
-	s.mcp.AddResource(&mcp.Resource{URI: uriWorkflows, Name: "workflows", Title: "The workflow library",
+	s.addResource(&mcp.Resource{URI: uriWorkflows, Name: "workflows", Title: "The workflow library",
 		Description: "Every library workflow with its summary (as workflow_list returns).", MIMEType: "application/json"},
 		func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			ws, err := s.svc.ListWorkflows(ctx, "")
@@ -42,7 +42,7 @@ func (s *Server) addResources() {
 			}
 			return jsonResource(uriWorkflows, WorkflowListOut{Workflows: ws})
 		})
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://workflows/{name}", Name: "workflow", Title: "A library workflow",
+	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://workflows/{name}", Name: "workflow", Title: "A library workflow",
 		Description: "A library workflow's file as written (YAML or JSON).", MIMEType: "application/yaml"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			name := strings.TrimPrefix(req.Params.URI, uriWorkflows+"/")
@@ -59,7 +59,7 @@ func (s *Server) addResources() {
 			}
 			return textResource(req.Params.URI, mime, d.Content), nil
 		})
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}", Name: "run", Title: "A run",
+	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}", Name: "run", Title: "A run",
 		Description: "A run's status, open pause, outputs, error and steps (run_get's result). Subscribe to be told of every change.", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			id, sub := runURI(req.Params.URI)
@@ -72,7 +72,7 @@ func (s *Server) addResources() {
 			}
 			return jsonResource(req.Params.URI, s.runResult(v, true))
 		})
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}/history", Name: "run-history", Title: "A run's history",
+	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}/history", Name: "run-history", Title: "A run's history",
 		Description: "A run's events in order (step started/succeeded/failed, pauses, answers, …), secrets masked.", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			id, sub := runURI(req.Params.URI)

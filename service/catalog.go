@@ -77,12 +77,12 @@ func (s *Service) ValidateCatalog(ctx context.Context, source string) (*catalog.
 
 // PreviewCatalog is a dry run of ImportCatalog: the actions it would
 // make, grouped by tag, and its warnings. Nothing is written.
-func (s *Service) PreviewCatalog(ctx context.Context, req CatalogImportRequest) (*catalog.Preview, error) {
+func (s *Service) PreviewCatalog(ctx context.Context, req CatalogImportRequest, page catalog.Page) (*catalog.Preview, error) {
 	c, warnings, err := s.buildCatalog(ctx, req, true)
 	if err != nil {
 		return nil, catalogError(err, req.Name)
 	}
-	return c.Preview(warnings), nil
+	return c.Preview(warnings, page), nil
 }
 
 // ImportCatalog imports a document as a catalog, atomically: an existing

@@ -1,0 +1,237 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/workflow"
+)
+
+// The ceiling of what the server sends back. A client holds a result
+// whole (the TypeScript SDK's stdio reader gives up past 10 MB, ending the
+// session); an agent reads it into its context. Every tool result and
+// every resource read passes through boundResult or boundResource, the
+// one place it is enforced: results that would be larger are refused with
+// RESULT_TOO_LARGE, which names the argument or URI that pages them.
+const (
+	// maxResultBytes bounds a tool result's JSON (its structured content,
+	// which the text content repeats) and a resource's contents.
+	maxResultBytes = 256 << 10
+	// maxSummaryBytes bounds the summary line before a result's JSON.
+	maxSummaryBytes = 1 << 10
+)
+
+// CodeResultTooLarge: a result would be over the ceiling; the suggested
+// action names the paging argument (or URI) that makes it smaller.
+const CodeResultTooLarge = "RESULT_TOO_LARGE"
+
+// paging says, per tool, which argument asks for a smaller result and how.
+var paging = map[string]struct{ arg, hint string }{
+	"run_get":         {"steps_cursor", "read the run's steps page by page: run_get with steps_cursor and a smaller steps_limit; outputs too large to return whole stay in the run, for its later steps"},
+	"run_start":       {"wait_seconds", "the run goes on: read it with run_get and steps_cursor, page by page; outputs too large to return whole stay in the run, for its later steps"},
+	"run_continue":    {"wait_seconds", "the run goes on: read it with run_get and steps_cursor, page by page; outputs too large to return whole stay in the run, for its later steps"},
+	"run_list":        {"limit", "call run_list with a smaller limit and page with cursor"},
+	"action_search":   {"limit", "call action_search with a smaller limit or more precise words"},
+	"catalog_preview": {"operations_limit", "call catalog_preview with a smaller operations_limit and page with operations_cursor"},
+	"workflow_list":   {"pattern", "call workflow_list with a pattern that matches fewer workflows"},
+}
+
+// resultTooLarge is the error of a result of size bytes that is over the
+// ceiling; arg names the argument that makes it smaller, if any.
+func resultTooLarge(what string, size int, arg, hint string) *engine.Error {
+	if hint == "" {
+		hint = "ask for less: use the tool's paging or filtering arguments, or read the matching resource"
+	}
+	return &engine.Error{Code: CodeResultTooLarge, Category: engine.CategoryValidation, Argument: arg,
+		Message:    fmt.Sprintf("the result of %s would be %d bytes, over the %d bytes a result may hold", what, size, maxResultBytes),
+		Suggestion: hint}
+}
+
+// boundResult turns a tool's output into its result, or refuses it when
+// its JSON is over maxResultBytes. The summary line is cut to
+// maxSummaryBytes.
+func boundResult(tool string, out any) (*mcp.CallToolResult, error) {
+	data, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxResultBytes {
+		p := paging[tool]
+		err := resultTooLarge(tool, len(data), p.arg, p.hint)
+		if r, ok := out.(interface{ runRef() string }); ok {
+			// The run exists: the error names it, so that it can be read.
+			err.RunID = r.runRef()
+		}
+		return nil, err
+	}
+	var text string
+	if sm, ok := out.(summarizer); ok {
+		// The summary line, then the JSON: one copy of it, not two.
+		sum := clipText(sm.Summary(), maxSummaryBytes)
+		var b strings.Builder
+		b.Grow(len(sum) + 1 + len(data))
+		b.WriteString(sum)
+		b.WriteByte('\n')
+		b.Write(data)
+		text = b.String()
+	} else {
+		text = string(data)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: json.RawMessage(data)}, nil
+}
+
+// addResource registers a resource whose reads are bounded (boundResource).
+func (s *Server) addResource(r *mcp.Resource, h mcp.ResourceHandler) {
+	s.mcp.AddResource(r, s.boundResource(h))
+}
+
+// addResourceTemplate registers a resource template whose reads are
+// bounded (boundResource).
+func (s *Server) addResourceTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
+	s.mcp.AddResourceTemplate(t, s.boundResource(h))
+}
+
+// boundResource refuses a read whose contents are over maxResultBytes,
+// with RESULT_TOO_LARGE as a JSON-RPC error's data (as a prompt's errors).
+func (s *Server) boundResource(h mcp.ResourceHandler) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		res, err := h(ctx, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		size := 0
+		for _, c := range res.Contents {
+			size += len(c.Text) + len(c.Blob)
+		}
+		if size <= maxResultBytes {
+			return res, nil
+		}
+		uri := clipValue(req.Params.URI)
+		te := toolError(s.log, "", resultTooLarge(uri, size, "", resourceHint(req.Params.URI)))
+		te.Context.URI = uri
+		data, _ := json.Marshal(te)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.ErrorCode + ": " + te.Message, Data: data}
+	}
+}
+
+// resourceHint says how to read less than a resource that is too large.
+func resourceHint(uri string) string {
+	switch {
+	case strings.HasPrefix(uri, uriActions):
+		return "read " + uriActions + " page by page (its next URI), and one action at a time as " + uriActions + "/{name}"
+	case strings.HasPrefix(uri, uriRunPrefix):
+		return "read the run with run_get, its steps page by page with steps_cursor"
+	case strings.HasPrefix(uri, uriWorkflows+"/"):
+		return "read the workflow with workflow_get; a file this large is better split into sub-workflows"
+	case strings.HasPrefix(uri, uriWorkflows):
+		return "list the workflows with workflow_list and a pattern that matches fewer"
+	}
+	return "read a smaller resource"
+}
+
+// Bounds of what an error says about a caller's values: a run id of
+// megabytes must not come back in the error, three times.
+const (
+	// maxValueBytes bounds a value an error quotes (a name, an id, a
+	// path) and every word of its message.
+	maxValueBytes = 80
+	// maxMessageBytes bounds an error's message, suggestion and each
+	// violation's texts.
+	maxMessageBytes = 2 << 10
+	// maxViolations bounds the violations an error lists.
+	maxViolations = 100
+)
+
+// clipValue cuts a caller's value to maxValueBytes, ending it with "…".
+func clipValue(v string) string {
+	return clipText(v, maxValueBytes)
+}
+
+// clipText cuts s to at most max bytes (at a rune boundary), ending it
+// with "…" when it was cut.
+func clipText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// clipWords cuts every word (a run without spaces) of a text longer than
+// maxValueBytes+40 to maxValueBytes, then the text to max: a message that
+// quotes a caller's value whole keeps its sense and loses the value's
+// bulk.
+func clipWords(s string, max int) string {
+	const long = maxValueBytes + 40
+	if len(s) <= long {
+		return s
+	}
+	var b strings.Builder
+	word := 0 // start of the current word
+	flush := func(end int) {
+		w := s[word:end]
+		if len(w) > long {
+			w = clipValue(w)
+			if strings.HasPrefix(w, `"`) && strings.HasSuffix(s[word:end], `"`) {
+				w += `"`
+			}
+		}
+		b.WriteString(w)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ' ' || c == '\n' || c == '\t' {
+			flush(i)
+			b.WriteByte(c)
+			word = i + 1
+			if b.Len() > max {
+				break
+			}
+		}
+	}
+	if b.Len() <= max && word <= len(s) {
+		flush(len(s))
+	}
+	return clipText(b.String(), max)
+}
+
+// boundError bounds what a tool error carries: the values it names, its
+// message and suggestion, its violations.
+func boundError(te *ToolError) {
+	te.Message = clipWords(te.Message, maxMessageBytes)
+	te.SuggestedAction = clipWords(te.SuggestedAction, maxMessageBytes)
+	c := &te.Context
+	for _, f := range []*string{&c.Tool, &c.Prompt, &c.URI, &c.Workflow, &c.CurrentVersion, &c.CurrentRevision,
+		&c.RunID, &c.StepID, &c.Path, &c.Name, &c.Argument} {
+		*f = clipValue(*f)
+	}
+	if len(c.Closest) > 10 {
+		c.Closest = c.Closest[:10]
+	}
+	for i := range c.Closest {
+		c.Closest[i] = clipValue(c.Closest[i])
+	}
+	if len(te.Violations) > maxViolations {
+		te.ViolationsTotal = len(te.Violations)
+		te.Violations = te.Violations[:maxViolations:maxViolations]
+	}
+	if len(te.Violations) > 0 {
+		vs := make([]workflow.Violation, len(te.Violations))
+		for i, v := range te.Violations {
+			v.Path, v.Rule = clipWords(v.Path, maxMessageBytes/4), clipValue(v.Rule)
+			v.Message, v.Hint = clipWords(v.Message, maxMessageBytes), clipWords(v.Hint, maxMessageBytes)
+			v.Expected, v.Actual = clipWords(v.Expected, maxMessageBytes/4), clipWords(v.Actual, maxMessageBytes/4)
+			vs[i] = v
+		}
+		te.Violations = vs
+	}
+}

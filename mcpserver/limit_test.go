@@ -1,0 +1,298 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/service"
+)
+
+// bigOpenAPI is an OpenAPI 3.0 document of n operations in the manner of
+// GitHub's: operationIds with a slash (each renamed into an action name,
+// each a warning), twenty tags, long descriptions and request bodies.
+func bigOpenAPI(n int) []byte {
+	paths := map[string]any{}
+	desc := strings.Repeat("Lists the things of a repository, page by page, with their details. ", 4)
+	for i := 0; i < n; i += 2 {
+		tag := fmt.Sprintf("tag%02d", (i/2)%20)
+		params := []any{
+			map[string]any{"name": "owner", "in": "path", "required": true, "schema": map[string]any{"type": "string"}, "description": "The account owner."},
+			map[string]any{"name": "per_page", "in": "query", "schema": map[string]any{"type": "integer", "default": 30}, "description": "Results per page (max 100)."},
+		}
+		body := map[string]any{"type": "object", "properties": map[string]any{}}
+		for j := 0; j < 12; j++ {
+			body["properties"].(map[string]any)[fmt.Sprintf("field_%d", j)] = map[string]any{"type": "string", "description": "A field of the thing, as the API documents it at length."}
+		}
+		ok := map[string]any{"200": map[string]any{"description": "OK"}}
+		paths[fmt.Sprintf("/repos/{owner}/things%d", i)] = map[string]any{
+			"get": map[string]any{"operationId": fmt.Sprintf("repos/list-things-%d", i), "summary": "List things " + fmt.Sprint(i),
+				"description": desc, "tags": []any{tag}, "parameters": params, "responses": ok},
+			"post": map[string]any{"operationId": fmt.Sprintf("repos/create-thing-%d", i), "summary": "Create a thing " + fmt.Sprint(i),
+				"description": desc, "tags": []any{tag}, "parameters": params, "responses": ok,
+				"requestBody": map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": body}}}},
+		}
+	}
+	doc := map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "Big", "version": "1"},
+		"servers": []any{map[string]any{"url": "https://api.example.com"}}, "paths": paths}
+	data, _ := json.Marshal(doc)
+	return data
+}
+
+// checkToolSize fails when a tool result is over the ceiling.
+func checkToolSize(t *testing.T, what string, res *mcp.CallToolResult) {
+	t.Helper()
+	data, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > maxResultBytes {
+		t.Errorf("%s: structured content of %d bytes, over %d", what, len(data), maxResultBytes)
+	}
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok && len(tc.Text) > maxResultBytes+maxSummaryBytes+1 {
+			t.Errorf("%s: text of %d bytes, over %d", what, len(tc.Text), maxResultBytes+maxSummaryBytes+1)
+		}
+	}
+}
+
+// callSized calls a tool, checks its result's size and decodes it.
+func callSized(t *testing.T, cs *mcp.ClientSession, name string, args, out any) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	checkToolSize(t, fmt.Sprintf("%s %v", name, args), res)
+	if out != nil && res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: decode: %v", name, err)
+		}
+	}
+	return res.IsError
+}
+
+// readSized reads a resource and checks its size.
+func readSized(t *testing.T, cs *mcp.ClientSession, uri string) string {
+	t.Helper()
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Contents {
+		text.WriteString(c.Text)
+	}
+	if text.Len() > maxResultBytes {
+		t.Errorf("%s: %d bytes, over %d", uri, text.Len(), maxResultBytes)
+	}
+	return text.String()
+}
+
+// TestResultsOfABigCatalogStayUnderTheCeiling imports a document of 1,500
+// operations (GitHub's has 1,221) and reads everything about it through
+// every tool and resource that shows catalogs or actions: each result is
+// under the ceiling, and what does not fit whole is paged.
+func TestResultsOfABigCatalogStayUnderTheCeiling(t *testing.T) {
+	const ops = 1500
+	doc := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(doc, bigOpenAPI(ops), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, Options{}, service.Options{})
+	cs := e.connect(nil)
+
+	var v struct {
+		Valid      bool     `json:"valid"`
+		Operations int      `json:"operations"`
+		Warnings   []string `json:"warnings"`
+	}
+	if callSized(t, cs, "catalog_validate", map[string]any{"source": doc}, &v) || !v.Valid || v.Operations != ops {
+		t.Fatalf("validate: %+v", v)
+	}
+	checkGrouped(t, "catalog_validate", v.Warnings, ops)
+
+	// The preview is a summary; its operations come page by page.
+	var p struct {
+		OperationsTotal int              `json:"operations_total"`
+		Operations      []map[string]any `json:"operations"`
+		NextCursor      string           `json:"operations_next_cursor"`
+		Tags            map[string]int   `json:"tags"`
+		Safety          map[string]int   `json:"safety"`
+		Warnings        []string         `json:"warnings"`
+	}
+	if callSized(t, cs, "catalog_preview", map[string]any{"source": doc, "title": "Big"}, &p) {
+		t.Fatalf("preview: %+v", p)
+	}
+	if p.OperationsTotal != ops || len(p.Tags) != 20 || p.Safety["read-only"] != ops/2 || p.Safety["mutating"] != ops/2 || p.NextCursor == "" {
+		t.Fatalf("preview summary: total %d, tags %v, safety %v, next %q", p.OperationsTotal, p.Tags, p.Safety, p.NextCursor)
+	}
+	checkGrouped(t, "catalog_preview", p.Warnings, ops)
+	seen := map[string]bool{}
+	for cursor, pages := "", 0; ; pages++ {
+		if pages > ops {
+			t.Fatal("the preview's pages do not end")
+		}
+		p.NextCursor, p.Operations = "", nil
+		if callSized(t, cs, "catalog_preview", map[string]any{"source": doc, "title": "Big", "operations_cursor": cursor, "operations_limit": 200}, &p) {
+			t.Fatalf("preview page %q failed", cursor)
+		}
+		for _, op := range p.Operations {
+			seen[op["action"].(string)] = true
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(seen) != ops {
+		t.Errorf("the preview's pages hold %d operations, want %d", len(seen), ops)
+	}
+
+	var imp struct {
+		Operations int      `json:"operations"`
+		Warnings   []string `json:"warnings"`
+	}
+	if callSized(t, cs, "catalog_import", map[string]any{"source": doc, "title": "Big"}, &imp) || imp.Operations != ops {
+		t.Fatalf("import: %+v", imp)
+	}
+	checkGrouped(t, "catalog_import", imp.Warnings, ops)
+	callSized(t, cs, "catalog_list", map[string]any{}, nil)
+	callSized(t, cs, "action_search", map[string]any{"query": "", "limit": 100}, nil)
+	callSized(t, cs, "action_search", map[string]any{"query": "list things", "limit": 100}, nil)
+	if callSized(t, cs, "action_get", map[string]any{"name": "big.repos_list-things-0"}, nil) {
+		t.Error("action_get big.repos_list-things-0 failed")
+	}
+	readSized(t, cs, uriCatalogs)
+
+	// stepwise://actions lists every action page by page; each action's
+	// schemas are its own resource.
+	names := map[string]bool{}
+	for uri, pages := uriActions, 0; uri != ""; pages++ {
+		if pages > ops {
+			t.Fatal("the actions' pages do not end")
+		}
+		var page struct {
+			Actions []struct {
+				Name string `json:"name"`
+				URI  string `json:"uri"`
+			} `json:"actions"`
+			Total int    `json:"total"`
+			Next  string `json:"next,omitempty"`
+		}
+		if err := json.Unmarshal([]byte(readSized(t, cs, uri)), &page); err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		for _, a := range page.Actions {
+			names[a.Name] = true
+		}
+		uri = page.Next
+	}
+	if !names["big.repos_create-thing-1498"] || !names["noop"] || len(names) < ops {
+		t.Errorf("stepwise://actions lists %d actions", len(names))
+	}
+	one := readSized(t, cs, uriActions+"/big.repos_create-thing-1498")
+	if !strings.Contains(one, `"input_schema"`) || !strings.Contains(one, "field_11") {
+		t.Errorf("the action's resource has no input schema: %.300s", one)
+	}
+}
+
+// checkGrouped asserts that the warnings of renamed operationIds come as
+// a few examples and a count, not one per operation.
+func checkGrouped(t *testing.T, what string, warnings []string, renamed int) {
+	t.Helper()
+	if len(warnings) > 40 {
+		t.Errorf("%s: %d warnings, want them grouped", what, len(warnings))
+	}
+	all := strings.Join(warnings, "\n")
+	if want := fmt.Sprintf("(%d in all)", renamed); !strings.Contains(all, want) {
+		t.Errorf("%s: no %q among %q", what, want, warnings)
+	}
+}
+
+// TestErrorsDoNotEchoAHugeValue: a value of 3 MB in the arguments (a run
+// id, a name, a token) comes back in the error cut short, not whole.
+func TestErrorsDoNotEchoAHugeValue(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	cs := e.connect(nil)
+	huge := strings.Repeat("r", 3<<20)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		code string
+	}{
+		{"run_get", map[string]any{"run_id": huge}, "RUN_NOT_FOUND"},
+		{"run_cancel", map[string]any{"run_id": huge}, "RUN_NOT_FOUND"},
+		{"run_retry", map[string]any{"run_id": huge}, "RUN_NOT_FOUND"},
+		{"run_start", map[string]any{"workflow": huge}, ""},
+		{"workflow_get", map[string]any{"name": huge}, ""},
+		{"action_get", map[string]any{"name": huge}, "ACTION_NOT_FOUND"},
+		{"run_continue", map[string]any{"token": huge, "value": "x"}, "TOKEN_INVALID"},
+		{"catalog_set_enabled", map[string]any{"name": huge, "enabled": true}, ""},
+		{"run_list", map[string]any{"cursor": huge}, "ARGUMENTS_INVALID"},
+		{"catalog_preview", map[string]any{"source": "x", "title": "x", "operations_cursor": huge}, "ARGUMENTS_INVALID"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		data, _ := json.Marshal(res)
+		var te ToolError
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &te)
+		if !res.IsError || (c.code != "" && te.ErrorCode != c.code) {
+			t.Errorf("%s: %s, want an error %s", c.tool, te.ErrorCode, c.code)
+		}
+		if len(data) > 8<<10 {
+			t.Errorf("%s: an error of %d bytes: %.300s", c.tool, len(data), data)
+		}
+		if strings.Contains(string(data), strings.Repeat("r", 200)) {
+			t.Errorf("%s: the value comes back whole or nearly", c.tool)
+		}
+	}
+	_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uriRunPrefix + huge})
+	if err == nil || len(err.Error()) > 8<<10 {
+		t.Errorf("reading the run %s…: an error of %d bytes", huge[:10], len(fmt.Sprint(err)))
+	}
+}
+
+// TestAResultOverTheCeilingIsRefused: a run whose outputs are larger than
+// a result may hold is refused as RESULT_TOO_LARGE, naming the run and
+// how to read it, and the session goes on.
+func TestAResultOverTheCeilingIsRefused(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	cs := e.connect(nil)
+	def := "version: 1\nname: big\ninputs:\n  text: {type: string}\nsteps:\n  - {id: echo, uses: transform, with: {value: '${{ inputs.text }}'}}\noutputs:\n  text: ${{ steps.echo.output }}\n"
+	var te ToolError
+	if !callSized(t, cs, "run_start", map[string]any{"definition": def, "inputs": map[string]any{"text": strings.Repeat("x", maxResultBytes+1)}, "wait_seconds": 30}, &te) {
+		t.Fatal("a result over the ceiling was sent")
+	}
+	if te.ErrorCode != CodeResultTooLarge || te.Context.RunID == "" || !strings.Contains(te.SuggestedAction, "steps_cursor") {
+		t.Fatalf("%+v", te)
+	}
+	// The run's resource is refused the same way, as a JSON-RPC error.
+	_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uriRunPrefix + te.Context.RunID})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("read the run: %v", err)
+	}
+	var rte ToolError
+	if err := json.Unmarshal(we.Data, &rte); err != nil || rte.ErrorCode != CodeResultTooLarge || rte.Context.URI != uriRunPrefix+te.Context.RunID {
+		t.Fatalf("read the run: %s (%v)", we.Data, err)
+	}
+	var list RunListOut
+	if callSized(t, cs, "run_list", map[string]any{}, &list) || len(list.Runs) != 1 {
+		t.Fatalf("run_list after the refusal: %+v", list)
+	}
+}
