@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/library"
 )
 
@@ -256,15 +256,15 @@ func (c *Catalog) Preview(warnings []string, page Page) *Preview {
 			tags = []string{Untagged}
 		}
 		for _, t := range tags {
-			p.Tags[clip(t, maxPreviewText)]++
+			p.Tags[clip.Text(t, maxPreviewText)]++
 		}
 		if i < offset || len(p.Operations) == limit {
 			continue
 		}
-		sum := OperationSummary{Action: c.ActionName(op), Method: op.Method, Path: clip(op.Path, maxPreviewText),
-			Summary: clip(op.Summary, maxPreviewText), Safety: op.Safety}
+		sum := OperationSummary{Action: c.ActionName(op), Method: op.Method, Path: clip.Text(op.Path, maxPreviewText),
+			Summary: clip.Text(op.Summary, maxPreviewText), Safety: op.Safety}
 		for _, t := range op.Tags[:min(len(op.Tags), 10)] {
-			sum.Tags = append(sum.Tags, clip(t, maxPreviewText))
+			sum.Tags = append(sum.Tags, clip.Text(t, maxPreviewText))
 		}
 		p.Operations = append(p.Operations, sum)
 	}
@@ -295,16 +295,4 @@ func topTags(counts map[string]int, n int) map[string]int {
 		out[t] = counts[t]
 	}
 	return out
-}
-
-// clip cuts s to at most n bytes (at a rune boundary), ending it with "…".
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

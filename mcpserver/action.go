@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 )
@@ -39,7 +40,7 @@ func (s *Server) addActionTools() {
 			a, ok := s.svc.Actions.Get(in.Name)
 			if !ok {
 				return ActionGetOut{}, &engine.Error{Code: service.CodeActionNotFound, Category: engine.CategoryNotFound, Name: in.Name, Argument: "name",
-					Message: fmt.Sprintf("no action named %q", in.Name), Suggestion: "find actions with action_search, or read " + uriActions}
+					Message: fmt.Sprintf("no action named %q", clip.Value(in.Name)), Suggestion: "find actions with action_search, or read " + uriActions}
 			}
 			return ActionGetOut{action.InfoOf(a)}, nil
 		})
@@ -58,7 +59,7 @@ func (s *Server) addActionTools() {
 			}
 			a, ok := s.svc.Actions.Get(name)
 			if !ok {
-				return nil, mcp.ResourceNotFoundError(clipValue(req.Params.URI))
+				return nil, mcp.ResourceNotFoundError(clip.Value(req.Params.URI))
 			}
 			return jsonResource(req.Params.URI, action.InfoOf(a))
 		})
@@ -87,7 +88,7 @@ func (s *Server) readActions(_ context.Context, req *mcp.ReadResourceRequest) (*
 	if _, query, ok := strings.Cut(req.Params.URI, "?"); ok {
 		q, err := url.ParseQuery(query)
 		if err != nil {
-			return nil, mcp.ResourceNotFoundError(clipValue(req.Params.URI))
+			return nil, mcp.ResourceNotFoundError(clip.Value(req.Params.URI))
 		}
 		after = q.Get("cursor")
 	}
@@ -111,7 +112,7 @@ func (s *Server) readActions(_ context.Context, req *mcp.ReadResourceRequest) (*
 			continue
 		}
 		page.Actions = append(page.Actions, ActionLine{Name: n, Safety: a.Safety(),
-			Description: clipText(a.Description(), actionsDescription), URI: uriActions + "/" + url.PathEscape(n)})
+			Description: clip.Text(a.Description(), actionsDescription), URI: uriActions + "/" + url.PathEscape(n)})
 	}
 	return jsonResource(req.Params.URI, page)
 }

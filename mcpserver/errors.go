@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
@@ -129,7 +130,7 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 	if te.Category == engine.CategoryInternal {
 		level = slog.LevelError
 	}
-	log.Log(context.Background(), level, "tool error", "tool", tool, "error_code", te.ErrorCode, "correlation_id", te.CorrelationID, "error", clipWords(err.Error(), maxMessageBytes))
+	log.Log(context.Background(), level, "tool error", "tool", tool, "error_code", te.ErrorCode, "correlation_id", te.CorrelationID, "error", clip.Words(err.Error(), maxMessageBytes))
 	return te
 }
 

@@ -3,13 +3,14 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -74,7 +75,7 @@ func boundResult(tool string, out any) (*mcp.CallToolResult, error) {
 	var text string
 	if sm, ok := out.(summarizer); ok {
 		// The summary line, then the JSON: one copy of it, not two.
-		sum := clipText(sm.Summary(), maxSummaryBytes)
+		sum := clip.Text(sm.Summary(), maxSummaryBytes)
 		var b strings.Builder
 		b.Grow(len(sum) + 1 + len(data))
 		b.WriteString(sum)
@@ -113,7 +114,7 @@ func (s *Server) boundResource(h mcp.ResourceHandler) mcp.ResourceHandler {
 		if size <= maxResultBytes {
 			return res, nil
 		}
-		uri := clipValue(req.Params.URI)
+		uri := clip.Value(req.Params.URI)
 		te := toolError(s.log, "", resultTooLarge(uri, size, "", resourceHint(req.Params.URI)))
 		te.Context.URI = uri
 		data, _ := json.Marshal(te)
@@ -139,9 +140,6 @@ func resourceHint(uri string) string {
 // Bounds of what an error says about a caller's values: a run id of
 // megabytes must not come back in the error, three times.
 const (
-	// maxValueBytes bounds a value an error quotes (a name, an id, a
-	// path) and every word of its message.
-	maxValueBytes = 80
 	// maxMessageBytes bounds an error's message, suggestion and each
 	// violation's texts.
 	maxMessageBytes = 2 << 10
@@ -149,76 +147,21 @@ const (
 	maxViolations = 100
 )
 
-// clipValue cuts a caller's value to maxValueBytes, ending it with "…".
-func clipValue(v string) string {
-	return clipText(v, maxValueBytes)
-}
-
-// clipText cuts s to at most max bytes (at a rune boundary), ending it
-// with "…" when it was cut.
-func clipText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-// clipWords cuts every word (a run without spaces) of a text longer than
-// maxValueBytes+40 to maxValueBytes, then the text to max: a message that
-// quotes a caller's value whole keeps its sense and loses the value's
-// bulk.
-func clipWords(s string, max int) string {
-	const long = maxValueBytes + 40
-	if len(s) <= long {
-		return s
-	}
-	var b strings.Builder
-	word := 0 // start of the current word
-	flush := func(end int) {
-		w := s[word:end]
-		if len(w) > long {
-			w = clipValue(w)
-			if strings.HasPrefix(w, `"`) && strings.HasSuffix(s[word:end], `"`) {
-				w += `"`
-			}
-		}
-		b.WriteString(w)
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == ' ' || c == '\n' || c == '\t' {
-			flush(i)
-			b.WriteByte(c)
-			word = i + 1
-			if b.Len() > max {
-				break
-			}
-		}
-	}
-	if b.Len() <= max && word <= len(s) {
-		flush(len(s))
-	}
-	return clipText(b.String(), max)
-}
-
 // boundError bounds what a tool error carries: the values it names, its
 // message and suggestion, its violations.
 func boundError(te *ToolError) {
-	te.Message = clipWords(te.Message, maxMessageBytes)
-	te.SuggestedAction = clipWords(te.SuggestedAction, maxMessageBytes)
+	te.Message = clip.Words(te.Message, maxMessageBytes)
+	te.SuggestedAction = clip.Words(te.SuggestedAction, maxMessageBytes)
 	c := &te.Context
 	for _, f := range []*string{&c.Tool, &c.Prompt, &c.URI, &c.Workflow, &c.CurrentVersion, &c.CurrentRevision,
 		&c.RunID, &c.StepID, &c.Path, &c.Name, &c.Argument} {
-		*f = clipValue(*f)
+		*f = clip.Value(*f)
 	}
 	if len(c.Closest) > 10 {
 		c.Closest = c.Closest[:10]
 	}
 	for i := range c.Closest {
-		c.Closest[i] = clipValue(c.Closest[i])
+		c.Closest[i] = clip.Value(c.Closest[i])
 	}
 	if len(te.Violations) > maxViolations {
 		te.ViolationsTotal = len(te.Violations)
@@ -227,11 +170,63 @@ func boundError(te *ToolError) {
 	if len(te.Violations) > 0 {
 		vs := make([]workflow.Violation, len(te.Violations))
 		for i, v := range te.Violations {
-			v.Path, v.Rule = clipWords(v.Path, maxMessageBytes/4), clipValue(v.Rule)
-			v.Message, v.Hint = clipWords(v.Message, maxMessageBytes), clipWords(v.Hint, maxMessageBytes)
-			v.Expected, v.Actual = clipWords(v.Expected, maxMessageBytes/4), clipWords(v.Actual, maxMessageBytes/4)
+			v.Path, v.Rule = clip.Words(v.Path, maxMessageBytes/4), clip.Value(v.Rule)
+			v.Message, v.Hint = clip.Words(v.Message, maxMessageBytes), clip.Words(v.Hint, maxMessageBytes)
+			v.Expected, v.Actual = clip.Words(v.Expected, maxMessageBytes/4), clip.Words(v.Actual, maxMessageBytes/4)
 			vs[i] = v
 		}
 		te.Violations = vs
 	}
+}
+
+// boundErrors bounds the JSON-RPC errors of every request, the SDK's own
+// included (an unknown tool, prompt or resource is named in its error):
+// their message and the texts of their data are cut like a tool error's,
+// so that a caller's value of megabytes does not come back whole.
+func boundErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil {
+			return res, nil
+		}
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) {
+			if len(err.Error()) <= maxMessageBytes {
+				return res, err
+			}
+			// As the SDK would send it: an internal error with its text.
+			return res, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: clip.Words(err.Error(), maxMessageBytes)}
+		}
+		if len(we.Message) <= maxMessageBytes && len(we.Data) <= maxMessageBytes {
+			return res, err
+		}
+		bounded := &jsonrpc.Error{Code: we.Code, Message: clip.Words(we.Message, maxMessageBytes), Data: we.Data}
+		if len(we.Data) > maxMessageBytes {
+			var data any
+			if json.Unmarshal(we.Data, &data) == nil {
+				bounded.Data, _ = json.Marshal(clipStrings(data))
+			}
+			if len(bounded.Data) > 4*maxMessageBytes {
+				bounded.Data = nil
+			}
+		}
+		return res, bounded
+	}
+}
+
+// clipStrings cuts every string of a JSON value (clip.Words).
+func clipStrings(v any) any {
+	switch v := v.(type) {
+	case string:
+		return clip.Words(v, maxMessageBytes)
+	case []any:
+		for i := range v {
+			v[i] = clipStrings(v[i])
+		}
+	case map[string]any:
+		for k, e := range v {
+			v[k] = clipStrings(e)
+		}
+	}
+	return v
 }

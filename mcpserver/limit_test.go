@@ -74,7 +74,7 @@ func callSized(t *testing.T, cs *mcp.ClientSession, name string, args, out any) 
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	checkToolSize(t, fmt.Sprintf("%s %v", name, args), res)
+	checkToolSize(t, name, res)
 	if out != nil && res.StructuredContent != nil {
 		b, _ := json.Marshal(res.StructuredContent)
 		if err := json.Unmarshal(b, out); err != nil {
@@ -261,9 +261,35 @@ func TestErrorsDoNotEchoAHugeValue(t *testing.T) {
 			t.Errorf("%s: the value comes back whole or nearly", c.tool)
 		}
 	}
-	_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uriRunPrefix + huge})
-	if err == nil || len(err.Error()) > 8<<10 {
-		t.Errorf("reading the run %s…: an error of %d bytes", huge[:10], len(fmt.Sprint(err)))
+	// Errors of the protocol: a resource, a tool or a prompt that does
+	// not exist.
+	for _, uri := range []string{uriRunPrefix + huge, uriRunPrefix + huge + "/history", uriWorkflows + "/" + huge, uriActions + "/" + huge, "stepwise://" + huge} {
+		_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+		checkSmallError(t, "read "+uri[:20], err)
+	}
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: huge, Arguments: map[string]any{}})
+	checkSmallError(t, "call an unknown tool", err)
+	_, err = cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: huge})
+	checkSmallError(t, "get an unknown prompt", err)
+	_, err = cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "run_workflow", Arguments: map[string]string{"name": huge}})
+	checkSmallError(t, "get a prompt for an unknown workflow", err)
+}
+
+// checkSmallError asserts that err is an error that does not carry a
+// caller's value whole.
+func checkSmallError(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error", what)
+		return
+	}
+	size := len(err.Error())
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		size += len(we.Message) + len(we.Data)
+	}
+	if size > 8<<10 {
+		t.Errorf("%s: an error of %d bytes: %.200s", what, size, err)
 	}
 }
 
