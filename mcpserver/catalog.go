@@ -199,13 +199,16 @@ func (s *Server) addCatalogTools() {
 			if err == nil {
 				s.catalogsChanged(ctx)
 			}
+			if r != nil {
+				r.CatalogInfo = r.CatalogInfo.Brief(catalogActionNames)
+			}
 			return CatalogImportOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_list", Title: "List catalogs", Annotations: readOnly,
-		Description: "List the imported OpenAPI catalogs: name, title, base_url, enabled, operations and their action names."},
+		Description: "List the imported OpenAPI catalogs: name, title, base_url, enabled, operations and the first 50 of their action names (actions_total counts them when there are more; action_search or stepwise://actions lists them all)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (CatalogListOut, error) {
 			cs, err := s.svc.ListCatalogs(ctx)
-			return CatalogListOut{Catalogs: cs}, err
+			return CatalogListOut{Catalogs: briefCatalogs(cs)}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_set_enabled", Title: "Enable or disable a catalog",
 		Description: "Enable a catalog (its operations become actions) or disable it (they leave the registry, and workflows using them stop validating).",
@@ -215,7 +218,7 @@ func (s *Server) addCatalogTools() {
 			if err == nil {
 				s.catalogsChanged(ctx)
 			}
-			return CatalogOut{CatalogInfo: c}, err
+			return CatalogOut{CatalogInfo: brief(c)}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_remove", Title: "Remove a catalog",
 		Description: "Remove a catalog and its actions. Destructive: the person confirms (asked directly when your client supports elicitation; otherwise ask them and pass confirm: true).",
@@ -234,7 +237,7 @@ func (s *Server) addCatalogTools() {
 			if err == nil {
 				s.catalogsChanged(ctx)
 			}
-			return CatalogOut{CatalogInfo: c, Removed: err == nil}, err
+			return CatalogOut{CatalogInfo: brief(c), Removed: err == nil}, err
 		})
 	s.addResource(&mcp.Resource{URI: uriCatalogs, Name: "catalogs", Title: "OpenAPI catalogs",
 		Description: "Every imported OpenAPI catalog (as catalog_list returns them).", MIMEType: "application/json"},
@@ -243,8 +246,31 @@ func (s *Server) addCatalogTools() {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResource(uriCatalogs, CatalogListOut{Catalogs: cs})
+			return jsonResource(uriCatalogs, CatalogListOut{Catalogs: briefCatalogs(cs)})
 		})
+}
+
+// catalogActionNames is how many of a catalog's action names the catalog
+// tools and stepwise://catalogs show (actions_total counts them all;
+// action_search and stepwise://actions list them).
+const catalogActionNames = 50
+
+// brief is c with at most catalogActionNames action names.
+func brief(c *service.CatalogInfo) *service.CatalogInfo {
+	if c == nil {
+		return nil
+	}
+	b := c.Brief(catalogActionNames)
+	return &b
+}
+
+// briefCatalogs is cs with at most catalogActionNames action names each.
+func briefCatalogs(cs []service.CatalogInfo) []service.CatalogInfo {
+	out := make([]service.CatalogInfo, len(cs))
+	for i, c := range cs {
+		out[i] = c.Brief(catalogActionNames)
+	}
+	return out
 }
 
 // catalogsChanged tells subscribers that the catalogs, and with them the

@@ -35,13 +35,17 @@ const CodeResultTooLarge = "RESULT_TOO_LARGE"
 
 // paging says, per tool, which argument asks for a smaller result and how.
 var paging = map[string]struct{ arg, hint string }{
-	"run_get":         {"steps_cursor", "read the run's steps page by page: run_get with steps_cursor and a smaller steps_limit; outputs too large to return whole stay in the run, for its later steps"},
-	"run_start":       {"wait_seconds", "the run goes on: read it with run_get and steps_cursor, page by page; outputs too large to return whole stay in the run, for its later steps"},
-	"run_continue":    {"wait_seconds", "the run goes on: read it with run_get and steps_cursor, page by page; outputs too large to return whole stay in the run, for its later steps"},
-	"run_list":        {"limit", "call run_list with a smaller limit and page with cursor"},
-	"action_search":   {"limit", "call action_search with a smaller limit or more precise words"},
-	"catalog_preview": {"operations_limit", "call catalog_preview with a smaller operations_limit and page with operations_cursor"},
-	"workflow_list":   {"pattern", "call workflow_list with a pattern that matches fewer workflows"},
+	"run_get":           {"steps_cursor", "read the run's steps page by page: run_get with steps_cursor and a smaller steps_limit; outputs too large to return whole stay in the run, for its later steps"},
+	"run_start":         {"wait_seconds", "the run goes on: read it with run_get and steps_cursor, page by page; outputs too large to return whole stay in the run, for its later steps"},
+	"run_continue":      {"wait_seconds", "the run goes on: read it with run_get and steps_cursor, page by page; outputs too large to return whole stay in the run, for its later steps"},
+	"run_list":          {"limit", "call run_list with a smaller limit and page with cursor"},
+	"action_search":     {"limit", "call action_search with a smaller limit or more precise words"},
+	"catalog_preview":   {"operations_limit", "call catalog_preview with a smaller operations_limit and page with operations_cursor"},
+	"workflow_list":     {"pattern", "call workflow_list with a pattern that matches fewer workflows"},
+	"workflow_get":      {"", "the workflow is larger than a result holds: split it into sub-workflows (a workflow: step calls one)"},
+	"workflow_validate": {"content", "the violations are more than a result holds: validate a part of the workflow (a few steps at a time) and fix what it reports"},
+	"workflow_save":     {"content", "the violations are more than a result holds: validate a part of the workflow (a few steps at a time) with workflow_validate and fix what it reports"},
+	"workflow_plan":     {"content", "the plan is larger than a result holds: plan a part of the workflow (a few steps at a time), or split it into sub-workflows"},
 }
 
 // resultTooLarge is the error of a result of size bytes that is over the
@@ -179,13 +183,31 @@ func boundError(te *ToolError) {
 	}
 }
 
-// boundErrors bounds the JSON-RPC errors of every request, the SDK's own
-// included (an unknown tool, prompt or resource is named in its error):
-// their message and the texts of their data are cut like a tool error's,
-// so that a caller's value of megabytes does not come back whole.
-func boundErrors(next mcp.MethodHandler) mcp.MethodHandler {
+// boundReplies bounds what every request gets back but tool results and
+// resources (bounded where they are made): a prompt's messages, as a
+// resource's contents, and the JSON-RPC errors, the SDK's own included (an
+// unknown tool, prompt or resource is named in its error), whose message
+// and the texts of their data are cut like a tool error's, so that a
+// caller's value of megabytes does not come back whole.
+func (s *Server) boundReplies(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
+		if p, ok := res.(*mcp.GetPromptResult); ok && err == nil {
+			size := 0
+			for _, m := range p.Messages {
+				if tc, ok := m.Content.(*mcp.TextContent); ok {
+					size += len(tc.Text)
+				}
+			}
+			if size > maxResultBytes {
+				name := ""
+				if gp, ok := req.GetParams().(*mcp.GetPromptParams); ok {
+					name = gp.Name
+				}
+				return nil, promptError(s.log, name, resultTooLarge("the prompt", size, "",
+					"read the workflow with workflow_get and work on it without the prompt; a workflow this large is better split into sub-workflows"))
+			}
+		}
 		if err == nil {
 			return res, nil
 		}

@@ -161,21 +161,42 @@ func TestResultsOfABigCatalogStayUnderTheCeiling(t *testing.T) {
 	}
 
 	var imp struct {
-		Operations int      `json:"operations"`
-		Warnings   []string `json:"warnings"`
+		Operations   int      `json:"operations"`
+		Actions      []string `json:"actions"`
+		ActionsTotal int      `json:"actions_total"`
+		Warnings     []string `json:"warnings"`
 	}
 	if callSized(t, cs, "catalog_import", map[string]any{"source": doc, "title": "Big"}, &imp) || imp.Operations != ops {
 		t.Fatalf("import: %+v", imp)
 	}
 	checkGrouped(t, "catalog_import", imp.Warnings, ops)
-	callSized(t, cs, "catalog_list", map[string]any{}, nil)
+	if len(imp.Actions) != catalogActionNames || imp.ActionsTotal != ops {
+		t.Errorf("import: %d action names, actions_total %d", len(imp.Actions), imp.ActionsTotal)
+	}
+	var list struct {
+		Catalogs []service.CatalogInfo `json:"catalogs"`
+	}
+	if callSized(t, cs, "catalog_list", map[string]any{}, &list) || len(list.Catalogs) != 1 || list.Catalogs[0].ActionsTotal != ops || len(list.Catalogs[0].Actions) != catalogActionNames {
+		t.Errorf("catalog_list: %+v", list)
+	}
 	callSized(t, cs, "action_search", map[string]any{"query": "", "limit": 100}, nil)
 	callSized(t, cs, "action_search", map[string]any{"query": "list things", "limit": 100}, nil)
 	if callSized(t, cs, "action_get", map[string]any{"name": "big.repos_list-things-0"}, nil) {
 		t.Error("action_get big.repos_list-things-0 failed")
 	}
 	readSized(t, cs, uriCatalogs)
+}
 
+// TestTheActionsResourceIsPaged: stepwise://actions of a catalog of 1,500
+// operations (30 MB when it held every schema) comes a page at a time,
+// each action's schemas in a resource of its own.
+func TestTheActionsResourceIsPaged(t *testing.T) {
+	const ops = 1500
+	e := newEnv(t, Options{}, service.Options{})
+	if _, err := e.svc.ImportCatalog(context.Background(), service.CatalogImportRequest{Source: string(bigOpenAPI(ops)), Title: "Big", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	cs := e.connect(nil)
 	// stepwise://actions lists every action page by page; each action's
 	// schemas are its own resource.
 	names := map[string]bool{}
@@ -320,5 +341,47 @@ func TestAResultOverTheCeilingIsRefused(t *testing.T) {
 	var list RunListOut
 	if callSized(t, cs, "run_list", map[string]any{}, &list) || len(list.Runs) != 1 {
 		t.Fatalf("run_list after the refusal: %+v", list)
+	}
+
+	// A prompt that would quote a workflow larger than a result.
+	content := "version: 1\nname: huge\nsteps:\n  - {id: a, uses: nope}\n# " + strings.Repeat("x", maxResultBytes) + "\n"
+	_, err = cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "fix_workflow", Arguments: map[string]string{"content": content}})
+	var pe *jsonrpc.Error
+	var pte ToolError
+	if !errors.As(err, &pe) || json.Unmarshal(pe.Data, &pte) != nil || pte.ErrorCode != CodeResultTooLarge || pte.Context.Prompt != "fix_workflow" {
+		t.Fatalf("fix_workflow of a huge workflow: %v", err)
+	}
+}
+
+// TestEveryResultPassesTheCeiling reads the package's source: every tool
+// is registered with a handler made by toolHandler (boundResult) and every
+// resource through addResource or addResourceTemplate (boundResource), so
+// that no result escapes the ceiling.
+func TestEveryResultPassesTheCeiling(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{
+		"limit.go:s.mcp.AddResource(r, s.boundResource(h))":                                        true,
+		"limit.go:s.mcp.AddResourceTemplate(t, s.boundResource(h))":                                true,
+		"tool.go:s.mcp.AddTool(t, handler)":                                                        true, // handler := s.toolHandler(…)
+		"toolschema.go:srv.AddTool(t, h)":                                                          true, // addPrebuilt(s.mcp, t, handler) from addTool
+		"expose.go:s.mcp.AddTool(exposedTool(name, w), s.toolHandler(name, s.runExposed(w.Name)))": true,
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if (strings.Contains(line, ".AddTool(") || strings.Contains(line, ".AddResource")) && !strings.HasPrefix(line, "//") && !allowed[f+":"+line] {
+				t.Errorf("%s: %s registers a tool or resource past the ceiling: use addTool, toolHandler, addResource or addResourceTemplate", f, line)
+			}
+		}
 	}
 }
