@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"os"
@@ -348,5 +349,28 @@ func TestPreviewGroups(t *testing.T) {
 	}
 	if p.Operations[2].Action != "petstore.getPet" || p.Operations[2].Safety != action.ReadOnly || p.Operations[2].Path != "/pets/{petId}" {
 		t.Errorf("operations: %+v", p.Operations)
+	}
+}
+
+// TestWarningsAreGroupedByKind: a warning repeated per operation (GitHub's
+// 1,221 operationIds written a/b, each renamed) comes as three examples
+// and a count, not once per operation.
+func TestWarningsAreGroupedByKind(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.3\ninfo: {title: T, version: '1'}\nservers: [{url: 'https://api.example.com'}]\npaths:\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "  /things%d:\n    get: {operationId: 'things/get-%d', responses: {'200': {description: OK}}}\n", i, i)
+	}
+	b.WriteString("  /other:\n    get: {operationId: 'other/get', parameters: [{name: c, in: cookie, schema: {type: string}}], responses: {'200': {description: OK}}}\n")
+	r := Validate(context.Background(), []byte(b.String()), "")
+	want := []string{
+		`GET /other: operationId "other/get" is called "other_get" (action names take letters, digits, _ and -)`,
+		`GET /things0: operationId "things/get-0" is called "things_get-0" (action names take letters, digits, _ and -)`,
+		`GET /things1: operationId "things/get-1" is called "things_get-1" (action names take letters, digits, _ and -)`,
+		"… and 8 more like these: operationIds renamed into action names (11 in all)",
+		`GET /other: cookie parameter "c" is not sent (a catalog sends path, query and header parameters)`,
+	}
+	if !r.Valid || !reflect.DeepEqual(r.Warnings, want) {
+		t.Errorf("warnings:\n%s", strings.Join(r.Warnings, "\n"))
 	}
 }

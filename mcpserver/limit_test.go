@@ -262,6 +262,9 @@ func TestErrorsDoNotEchoAHugeValue(t *testing.T) {
 		{"run_continue", map[string]any{"token": huge, "value": "x"}, "TOKEN_INVALID"},
 		{"catalog_set_enabled", map[string]any{"name": huge, "enabled": true}, ""},
 		{"run_list", map[string]any{"cursor": huge}, "ARGUMENTS_INVALID"},
+		{"run_list", map[string]any{"limit": huge}, "ARGUMENTS_INVALID"},
+		{"run_start", map[string]any{"workflow": "greet", "inputs": map[string]any{huge: 1, "greeting": map[string]any{"x": huge}}}, "INPUT_INVALID"},
+		{"run_start", map[string]any{"definition": "version: 1\nname: " + huge + "\nsteps: []\n"}, ""},
 		{"catalog_preview", map[string]any{"source": "x", "title": "x", "operations_cursor": huge}, "ARGUMENTS_INVALID"},
 	} {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
