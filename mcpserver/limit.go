@@ -158,14 +158,17 @@ func boundError(te *ToolError) {
 	te.SuggestedAction = clip.Words(te.SuggestedAction, maxMessageBytes)
 	c := &te.Context
 	for _, f := range []*string{&c.Tool, &c.Prompt, &c.URI, &c.Workflow, &c.CurrentVersion, &c.CurrentRevision,
-		&c.RunID, &c.StepID, &c.Path, &c.Name, &c.Argument} {
+		&c.RunID, &c.StepID, &c.Name, &c.Argument} {
 		*f = clip.Value(*f)
 	}
-	if len(c.Closest) > 10 {
-		c.Closest = c.Closest[:10]
-	}
-	for i := range c.Closest {
-		c.Closest[i] = clip.Value(c.Closest[i])
+	c.Path = clipPointer(c.Path)
+	if len(c.Closest) > 0 {
+		// A copy: the slice is the internal error's.
+		closest := make([]string, min(len(c.Closest), 10))
+		for i := range closest {
+			closest[i] = clip.Value(c.Closest[i])
+		}
+		c.Closest = closest
 	}
 	if len(te.Violations) > maxViolations {
 		te.ViolationsTotal = len(te.Violations)
@@ -174,13 +177,27 @@ func boundError(te *ToolError) {
 	if len(te.Violations) > 0 {
 		vs := make([]workflow.Violation, len(te.Violations))
 		for i, v := range te.Violations {
-			v.Path, v.Rule = clip.Words(v.Path, maxMessageBytes/4), clip.Value(v.Rule)
+			v.Path, v.Rule = clipPointer(v.Path), clip.Value(v.Rule)
 			v.Message, v.Hint = clip.Words(v.Message, maxMessageBytes), clip.Words(v.Hint, maxMessageBytes)
 			v.Expected, v.Actual = clip.Words(v.Expected, maxMessageBytes/4), clip.Words(v.Actual, maxMessageBytes/4)
 			vs[i] = v
 		}
 		te.Violations = vs
 	}
+}
+
+// clipPointer bounds a JSON pointer: each of its segments (a key may be a
+// caller's) cut like a value, the whole to maxMessageBytes/2; a deep
+// pointer of short segments stays whole.
+func clipPointer(p string) string {
+	if len(p) <= clip.ValueBytes {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = clip.Value(s)
+	}
+	return clip.Text(strings.Join(segs, "/"), maxMessageBytes/2)
 }
 
 // boundReplies bounds what every request gets back but tool results and

@@ -14,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // bigOpenAPI is an OpenAPI 3.0 document of n operations in the manner of
@@ -386,5 +388,28 @@ func TestEveryResultPassesTheCeiling(t *testing.T) {
 				t.Errorf("%s: %s registers a tool or resource past the ceiling: use addTool, toolHandler, addResource or addResourceTemplate", f, line)
 			}
 		}
+	}
+}
+
+// TestBoundErrorKeepsWhatLocatesTheError: a deep JSON pointer of short
+// segments stays whole; a segment that is a caller's huge key is cut; at
+// most maxViolations are listed, the others counted.
+func TestBoundErrorKeepsWhatLocatesTheError(t *testing.T) {
+	deep := strings.Repeat("/steps/12/parallel/3", 10)
+	vs := make([]workflow.Violation, 150)
+	for i := range vs {
+		vs[i] = workflow.Violation{Path: deep, Message: "bad"}
+	}
+	vs[0].Path = "/inputs/" + strings.Repeat("k", 1<<20)
+	te := &ToolError{Context: ErrorContext{Path: deep, RunID: strings.Repeat("r", 1<<20)}, Violations: vs}
+	boundError(te)
+	if te.Context.Path != deep || te.Violations[1].Path != deep {
+		t.Errorf("a deep pointer was cut: %q", te.Context.Path)
+	}
+	if p := te.Violations[0].Path; len(p) > len("/inputs/")+clip.ValueBytes || !strings.HasPrefix(p, "/inputs/kkk") {
+		t.Errorf("a huge key: %q", p)
+	}
+	if len(te.Context.RunID) > clip.ValueBytes || len(te.Violations) != maxViolations || te.ViolationsTotal != 150 {
+		t.Errorf("run id of %d bytes, %d violations (total %d)", len(te.Context.RunID), len(te.Violations), te.ViolationsTotal)
 	}
 }
