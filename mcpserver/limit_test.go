@@ -413,3 +413,54 @@ func TestBoundErrorKeepsWhatLocatesTheError(t *testing.T) {
 		t.Errorf("run id of %d bytes, %d violations (total %d)", len(te.Context.RunID), len(te.Violations), te.ViolationsTotal)
 	}
 }
+
+// TestTheHistoryIsPaged: the history of a run of 600 steps, three of them
+// with outputs of 100 KB, comes a page at a time under the ceiling, every
+// event once and in order.
+func TestTheHistoryIsPaged(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	cs := e.connect(nil)
+	var b strings.Builder
+	b.WriteString("version: 1\nname: many\ninputs:\n  text: {type: string}\nsteps:\n")
+	for i := range 600 {
+		if i%200 == 1 {
+			fmt.Fprintf(&b, "  - {id: s%d, uses: transform, with: {value: '${{ inputs.text }}'}}\n", i)
+			continue
+		}
+		fmt.Fprintf(&b, "  - {id: s%d, uses: noop}\n", i)
+	}
+	var r RunResult
+	if callSized(t, cs, "run_start", map[string]any{"definition": b.String(), "inputs": map[string]any{"text": strings.Repeat("x", 100<<10)}, "wait_seconds": 60}, &r) || r.Status != "succeeded" {
+		t.Fatalf("run_start: %+v", r)
+	}
+	var seqs []int64
+	pages := 0
+	for uri := uriRunPrefix + r.RunID + "/history"; uri != ""; pages++ {
+		if pages > 100 {
+			t.Fatal("the history's pages do not end")
+		}
+		var page struct {
+			Events []historyEvent `json:"events"`
+			Next   string         `json:"next"`
+		}
+		if err := json.Unmarshal([]byte(readSized(t, cs, uri)), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page.Events {
+			seqs = append(seqs, ev.Seq)
+		}
+		uri = page.Next
+	}
+	all, err := e.svc.Events(context.Background(), r.RunID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) != len(all) || pages < 3 {
+		t.Fatalf("%d events in %d pages, want %d", len(seqs), pages, len(all))
+	}
+	for i, s := range seqs {
+		if s != all[i].Seq {
+			t.Fatalf("event %d: seq %d, want %d", i, s, all[i].Seq)
+		}
+	}
+}

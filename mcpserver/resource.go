@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -72,26 +73,58 @@ func (s *Server) addResources() {
 			}
 			return jsonResource(req.Params.URI, s.runResult(v, true))
 		})
-	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}/history", Name: "run-history", Title: "A run's history",
-		Description: "A run's events in order (step started/succeeded/failed, pauses, answers, …), secrets masked.", MIMEType: "application/json"},
-		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			id, sub := runURI(req.Params.URI)
-			if id == "" || sub != "history" {
-				return nil, mcp.ResourceNotFoundError(req.Params.URI)
-			}
-			evs, err := s.svc.Events(ctx, id, 0, 0)
-			if err != nil {
-				return nil, mcp.ResourceNotFoundError(req.Params.URI)
-			}
-			out := make([]historyEvent, len(evs))
-			for i, e := range evs {
-				out[i] = historyEvent{Seq: e.Seq, Type: e.Type, StepID: e.StepID, At: e.At.Format("2006-01-02T15:04:05.000Z07:00")}
-				if len(e.Data) > 0 {
-					_ = json.Unmarshal(e.Data, &out[i].Data)
-				}
-			}
-			return jsonResource(req.Params.URI, map[string]any{"run_id": id, "events": out})
-		})
+	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}/history{?after}", Name: "run-history", Title: "A run's history",
+		Description: "A run's events in order (step started/succeeded/failed, pauses, answers, …), secrets masked, a page at a time: next is the URI of the following page (?after= the last event's seq).", MIMEType: "application/json"},
+		s.readHistory)
+}
+
+// A page of a run's history holds at most historyPage events and stops
+// once it holds historyBytes of their data (but holds one event at least).
+const (
+	historyPage  = 500
+	historyBytes = 128 << 10
+)
+
+// readHistory reads a page of stepwise://runs/{run_id}/history: the
+// events after the seq of ?after=.
+func (s *Server) readHistory(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri, query, _ := strings.Cut(req.Params.URI, "?")
+	id, sub := runURI(uri)
+	if id == "" || sub != "history" {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	var after int64
+	if query != "" {
+		q, err := url.ParseQuery(query)
+		if err == nil && q.Get("after") != "" {
+			after, err = strconv.ParseInt(q.Get("after"), 10, 64)
+		}
+		if err != nil || after < 0 {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+	}
+	evs, err := s.svc.Events(ctx, id, after, historyPage+1)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	out := make([]historyEvent, 0, min(len(evs), historyPage))
+	size := 0
+	for i, e := range evs {
+		if i == historyPage || (i > 0 && size+len(e.Data) > historyBytes) {
+			break
+		}
+		size += len(e.Data)
+		h := historyEvent{Seq: e.Seq, Type: e.Type, StepID: e.StepID, At: e.At.Format("2006-01-02T15:04:05.000Z07:00")}
+		if len(e.Data) > 0 {
+			_ = json.Unmarshal(e.Data, &h.Data)
+		}
+		out = append(out, h)
+	}
+	page := map[string]any{"run_id": id, "events": out}
+	if len(out) < len(evs) {
+		page["next"] = uri + "?after=" + strconv.FormatInt(out[len(out)-1].Seq, 10)
+	}
+	return jsonResource(req.Params.URI, page)
 }
 
 type historyEvent struct {
