@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -12,6 +13,7 @@ import (
 
 	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -42,7 +44,7 @@ var paging = map[string]struct{ arg, hint string }{
 	"action_search":     {"limit", "call action_search with a smaller limit or more precise words"},
 	"catalog_preview":   {"operations_limit", "call catalog_preview with a smaller operations_limit and page with operations_cursor"},
 	"workflow_list":     {"pattern", "call workflow_list with a pattern that matches fewer workflows"},
-	"workflow_get":      {"", "the workflow is larger than a result holds: split it into sub-workflows (a workflow: step calls one)"},
+	"workflow_get":      {"name", "the workflow is larger than a result holds: split it into sub-workflows (a workflow: step calls one)"},
 	"workflow_validate": {"content", "the violations are more than a result holds: validate a part of the workflow (a few steps at a time) and fix what it reports"},
 	"workflow_save":     {"content", "the violations are more than a result holds: validate a part of the workflow (a few steps at a time) with workflow_validate and fix what it reports"},
 	"workflow_plan":     {"content", "the plan is larger than a result holds: plan a part of the workflow (a few steps at a time), or split it into sub-workflows"},
@@ -67,6 +69,14 @@ func boundResult(tool string, out any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sh, ok := out.(shrinker); ok && len(data) > maxResultBytes {
+		// Rather the result without its largest values than none: a run's
+		// status and its pause's token must reach the agent.
+		out = sh.shrink()
+		if data, err = json.Marshal(out); err != nil {
+			return nil, err
+		}
+	}
 	if len(data) > maxResultBytes {
 		p := paging[tool]
 		err := resultTooLarge(tool, len(data), p.arg, p.hint)
@@ -90,6 +100,64 @@ func boundResult(tool string, out any) (*mcp.CallToolResult, error) {
 		text = string(data)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: json.RawMessage(data)}, nil
+}
+
+// shrinker is implemented by outputs that have a smaller form, without
+// their largest values, for when the whole is over the ceiling.
+type shrinker interface{ shrink() any }
+
+// maxShownValue bounds a value a shrunk result still shows whole.
+const maxShownValue = 8 << 10
+
+// shrink is the run result with every output, step output and answer and
+// pause context whose JSON is over maxShownValue replaced by a note of its
+// size (the values stay in the run, for its later steps).
+func (r RunResult) shrink() any {
+	if r.Outputs != nil {
+		outs := make(map[string]any, len(r.Outputs))
+		for k, v := range r.Outputs {
+			outs[k] = shownValue(v)
+		}
+		r.Outputs = outs
+	}
+	if r.Steps != nil {
+		st := *r.Steps
+		st.Recent, st.Page = shownSteps(st.Recent), shownSteps(st.Page)
+		r.Steps = &st
+	}
+	if r.Pause != nil {
+		p := *r.Pause
+		p.Context = shownValue(p.Context)
+		r.Pause = &p
+	}
+	r.Next = "Values over " + strconv.Itoa(maxShownValue) + " bytes are not shown: the result would be over what a result may hold. " + r.Next
+	return r
+}
+
+// shownSteps is steps with their large outputs and answers replaced.
+func shownSteps(steps []service.StepView) []service.StepView {
+	if steps == nil {
+		return nil
+	}
+	out := make([]service.StepView, len(steps))
+	for i, s := range steps {
+		s.Output, s.Answer = shownValue(s.Output), shownValue(s.Answer)
+		out[i] = s
+	}
+	return out
+}
+
+// shownValue is v, or a note of its size when its JSON is over
+// maxShownValue.
+func shownValue(v any) any {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) <= maxShownValue {
+		return v
+	}
+	return fmt.Sprintf("(not shown: %d bytes of JSON, over the %d a shrunk result shows)", len(b), maxShownValue)
 }
 
 // addResource registers a resource whose reads are bounded (boundResource).

@@ -319,33 +319,55 @@ func checkSmallError(t *testing.T, what string, err error) {
 	}
 }
 
-// TestAResultOverTheCeilingIsRefused: a run whose outputs are larger than
-// a result may hold is refused as RESULT_TOO_LARGE, naming the run and
-// how to read it, and the session goes on.
+// TestAResultOverTheCeilingIsRefused: a result larger than a result may
+// hold is refused as RESULT_TOO_LARGE, naming how to read less, and the
+// session goes on; a run's result sheds its largest values instead, so
+// that its status and pause reach the agent.
 func TestAResultOverTheCeilingIsRefused(t *testing.T) {
 	e := newEnv(t, Options{}, service.Options{})
 	cs := e.connect(nil)
-	def := "version: 1\nname: big\ninputs:\n  text: {type: string}\nsteps:\n  - {id: echo, uses: transform, with: {value: '${{ inputs.text }}'}}\noutputs:\n  text: ${{ steps.echo.output }}\n"
+	def := "version: 1\nname: big\ninputs:\n  text: {type: string}\nsteps:\n  - {id: echo, uses: transform, with: {value: '${{ inputs.text }}'}}\n" +
+		"  - {id: ok, ask: {prompt: 'Fine?', type: boolean}}\noutputs:\n  text: ${{ steps.echo.output }}\n"
+	var r RunResult
+	if callSized(t, cs, "run_start", map[string]any{"definition": def, "inputs": map[string]any{"text": strings.Repeat("x", maxResultBytes+1)}, "wait_seconds": 30}, &r) {
+		t.Fatalf("run_start: %+v", r)
+	}
+	if r.Status != "waiting" || r.Pause == nil || r.Pause.Token == "" {
+		t.Fatalf("run_start of a big output: %+v", r)
+	}
+	var ans RunResult
+	if callSized(t, cs, "run_continue", map[string]any{"token": r.Pause.Token, "value": true, "wait_seconds": 30}, &ans) || ans.Status != "succeeded" {
+		t.Fatalf("run_continue: %+v", ans)
+	}
+	if text, _ := ans.Outputs["text"].(string); !strings.HasPrefix(text, "(not shown: ") || !strings.Contains(ans.Next, "not shown") {
+		t.Errorf("the big output: %.100s (next: %s)", text, ans.Next)
+	}
+	readSized(t, cs, uriRunPrefix+r.RunID)
+
+	// A library workflow larger than a result.
+	big := "version: 1\nname: huge\nsteps:\n  - {id: a, uses: noop}\n# " + strings.Repeat("x", maxResultBytes) + "\n"
+	if err := os.WriteFile(filepath.Join(e.svc.Home.Dir, "workflows", "huge.yaml"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var te ToolError
-	if !callSized(t, cs, "run_start", map[string]any{"definition": def, "inputs": map[string]any{"text": strings.Repeat("x", maxResultBytes+1)}, "wait_seconds": 30}, &te) {
-		t.Fatal("a result over the ceiling was sent")
+	if !callSized(t, cs, "workflow_get", map[string]any{"name": "huge"}, &te) || te.ErrorCode != CodeResultTooLarge || !strings.Contains(te.SuggestedAction, "sub-workflows") {
+		t.Fatalf("workflow_get huge: %+v", te)
 	}
-	if te.ErrorCode != CodeResultTooLarge || te.Context.RunID == "" || !strings.Contains(te.SuggestedAction, "steps_cursor") {
-		t.Fatalf("%+v", te)
-	}
-	// The run's resource is refused the same way, as a JSON-RPC error.
-	_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uriRunPrefix + te.Context.RunID})
+	checkToolError(t, "workflow_get", te)
+
+	// Its resource is refused the same way, as a JSON-RPC error.
+	_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uriWorkflows + "/huge"})
 	var we *jsonrpc.Error
 	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
-		t.Fatalf("read the run: %v", err)
+		t.Fatalf("read the workflow: %v", err)
 	}
 	var rte ToolError
-	if err := json.Unmarshal(we.Data, &rte); err != nil || rte.ErrorCode != CodeResultTooLarge || rte.Context.URI != uriRunPrefix+te.Context.RunID {
-		t.Fatalf("read the run: %s (%v)", we.Data, err)
+	if err := json.Unmarshal(we.Data, &rte); err != nil || rte.ErrorCode != CodeResultTooLarge || rte.Context.URI != uriWorkflows+"/huge" {
+		t.Fatalf("read the workflow: %s (%v)", we.Data, err)
 	}
 	var list RunListOut
 	if callSized(t, cs, "run_list", map[string]any{}, &list) || len(list.Runs) != 1 {
-		t.Fatalf("run_list after the refusal: %+v", list)
+		t.Fatalf("run_list after the refusals: %+v", list)
 	}
 
 	// A prompt that would quote a workflow larger than a result.

@@ -149,10 +149,17 @@ func textResource(uri, mime, text string) *mcp.ReadResourceResult {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: text}}}
 }
 
+// jsonResource is v as a resource's JSON; an output with a smaller form
+// (shrinker) takes it when the whole is over the ceiling.
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return nil, err
+	}
+	if sh, ok := v.(shrinker); ok && len(b) > maxResultBytes {
+		if b, err = json.MarshalIndent(sh.shrink(), "", "  "); err != nil {
+			return nil, err
+		}
 	}
 	return textResource(uri, "application/json", string(b)), nil
 }
