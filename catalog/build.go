@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/library"
 )
 
@@ -61,9 +64,9 @@ func Validate(ctx context.Context, data []byte, location string) *Report {
 	if u := d.serverURL(location); checkBaseURL(u) == nil {
 		r.BaseURL = u
 	} else {
-		b.warn("the document names no absolute server URL: give base_url when importing it")
+		b.note("server", "", "the document names no absolute server URL: give base_url when importing it")
 	}
-	r.Warnings = append(append(r.Warnings, d.warnings...), b.found...)
+	r.Warnings = append(append(r.Warnings, d.warnings...), b.warnings()...)
 	if len(ops) == 0 {
 		r.Problems = append(r.Problems, "the document has no operation a catalog can call")
 	}
@@ -98,7 +101,7 @@ func Build(ctx context.Context, data []byte, o Options) (*Catalog, []string, err
 	if len(ops) == 0 {
 		return nil, nil, invalid("the document has no operation a catalog can call")
 	}
-	warnings := append(append([]string{}, d.warnings...), b.found...)
+	warnings := append(append([]string{}, d.warnings...), b.warnings()...)
 	base := o.BaseURL
 	if base == "" {
 		base = d.serverURL(o.Location)
@@ -175,17 +178,28 @@ func problemsOf(err error) []string {
 	return []string{err.Error()}
 }
 
-// Preview is a dry run of an import.
+// Preview is a dry run of an import: a summary of the operations (counts
+// by tag and by safety tier) and a page of them.
 type Preview struct {
-	Name       string             `json:"name"`
-	Title      string             `json:"title"`
-	BaseURL    string             `json:"base_url,omitempty"`
-	OpenAPI    string             `json:"openapi"`
-	Operations []OperationSummary `json:"operations"`
-	// Groups lists the action names by tag ("untagged" for the others).
-	Groups          map[string][]string `json:"groups"`
-	SecuritySchemes map[string]Scheme   `json:"security_schemes,omitempty"`
-	Warnings        []string            `json:"warnings"`
+	Name    string `json:"name"`
+	Title   string `json:"title"`
+	BaseURL string `json:"base_url,omitempty"`
+	OpenAPI string `json:"openapi"`
+	// OperationsTotal counts the operations; Operations is a page of them.
+	OperationsTotal int                `json:"operations_total"`
+	Operations      []OperationSummary `json:"operations"`
+	// OperationsNextCursor is the cursor of the next page of operations
+	// ("" after the last).
+	OperationsNextCursor string `json:"operations_next_cursor,omitempty"`
+	// Tags counts the operations by tag ("untagged" for the others): the
+	// maxPreviewTags tags with most operations.
+	Tags map[string]int `json:"tags"`
+	// TagsTotal counts the distinct tags, when Tags does not hold them all.
+	TagsTotal int `json:"tags_total,omitempty"`
+	// Safety counts the operations by safety tier.
+	Safety          map[string]int    `json:"safety"`
+	SecuritySchemes map[string]Scheme `json:"security_schemes,omitempty"`
+	Warnings        []string          `json:"warnings"`
 }
 
 // OperationSummary is one operation as a list shows it.
@@ -201,25 +215,84 @@ type OperationSummary struct {
 // Untagged is the group of operations without tags.
 const Untagged = "untagged"
 
-// Preview describes the catalog for a dry run.
-func (c *Catalog) Preview(warnings []string) *Preview {
+// Bounds of a preview, so that it stays small whatever the document.
+const (
+	// PreviewSummaryOperations is how many operations a preview shows
+	// when no page is asked for.
+	PreviewSummaryOperations = 20
+	// MaxPreviewPage bounds a page of operations.
+	MaxPreviewPage = 200
+	// maxPreviewTags bounds the tags a preview counts by.
+	maxPreviewTags = 100
+	// maxPreviewText bounds an operation's summary, path and each tag.
+	maxPreviewText = 200
+)
+
+// Page is the page of operations a preview shows: from Offset, at most
+// Limit of them (0: PreviewSummaryOperations; at most MaxPreviewPage).
+type Page struct {
+	Offset, Limit int
+}
+
+// Preview describes the catalog for a dry run: the operations of page.
+func (c *Catalog) Preview(warnings []string, page Page) *Preview {
 	p := &Preview{Name: c.Name, Title: c.Title, BaseURL: c.BaseURL, OpenAPI: c.Source.OpenAPI,
-		Groups: map[string][]string{}, SecuritySchemes: c.Schemes, Warnings: warnings}
+		OperationsTotal: len(c.Operations), Operations: []OperationSummary{},
+		Tags: map[string]int{}, Safety: map[string]int{}, SecuritySchemes: c.Schemes, Warnings: warnings}
 	if p.Warnings == nil {
 		p.Warnings = []string{}
 	}
+	limit := page.Limit
+	if limit <= 0 {
+		limit = PreviewSummaryOperations
+	}
+	limit = min(limit, MaxPreviewPage)
+	offset := max(page.Offset, 0)
 	for i := range c.Operations {
 		op := &c.Operations[i]
-		name := c.ActionName(op)
-		p.Operations = append(p.Operations, OperationSummary{Action: name, Method: op.Method, Path: op.Path,
-			Summary: op.Summary, Safety: op.Safety, Tags: op.Tags})
+		p.Safety[op.Safety]++
 		tags := op.Tags
 		if len(tags) == 0 {
 			tags = []string{Untagged}
 		}
 		for _, t := range tags {
-			p.Groups[t] = append(p.Groups[t], name)
+			p.Tags[clip.Text(t, maxPreviewText)]++
 		}
+		if i < offset || len(p.Operations) == limit {
+			continue
+		}
+		sum := OperationSummary{Action: c.ActionName(op), Method: op.Method, Path: clip.Text(op.Path, maxPreviewText),
+			Summary: clip.Text(op.Summary, maxPreviewText), Safety: op.Safety}
+		for _, t := range op.Tags[:min(len(op.Tags), 10)] {
+			sum.Tags = append(sum.Tags, clip.Text(t, maxPreviewText))
+		}
+		p.Operations = append(p.Operations, sum)
+	}
+	if next := offset + len(p.Operations); next < len(c.Operations) {
+		p.OperationsNextCursor = strconv.Itoa(next)
+	}
+	if len(p.Tags) > maxPreviewTags {
+		p.TagsTotal = len(p.Tags)
+		p.Tags = topTags(p.Tags, maxPreviewTags)
 	}
 	return p
+}
+
+// topTags keeps the n tags with most operations (ties by name).
+func topTags(counts map[string]int, n int) map[string]int {
+	names := make([]string, 0, len(counts))
+	for t := range counts {
+		names = append(names, t)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if counts[names[i]] != counts[names[j]] {
+			return counts[names[i]] > counts[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	out := make(map[string]int, n)
+	for _, t := range names[:n] {
+		out[t] = counts[t]
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -331,14 +332,45 @@ func TestAuthConfig(t *testing.T) {
 
 func TestPreviewGroups(t *testing.T) {
 	c, w := build(t, "petstore-swagger2.yaml", Options{Title: "Petstore"})
-	p := c.Preview(w)
-	if !reflect.DeepEqual(p.Groups, map[string][]string{
-		"pets":   {"petstore.listPets", "petstore.createPet", "petstore.getPet", "petstore.delete_pets_petId"},
-		Untagged: {"petstore.get_stores_storeId_inventory"},
-	}) {
-		t.Errorf("groups: %v", p.Groups)
+	p := c.Preview(w, Page{})
+	if !reflect.DeepEqual(p.Tags, map[string]int{"pets": 4, Untagged: 1}) || p.OperationsTotal != 5 || p.OperationsNextCursor != "" ||
+		!reflect.DeepEqual(p.Safety, map[string]int{action.ReadOnly: 3, action.Mutating: 1, action.Destructive: 1}) {
+		t.Errorf("summary: tags %v, safety %v, total %d, next %q", p.Tags, p.Safety, p.OperationsTotal, p.OperationsNextCursor)
+	}
+	var names []string
+	for _, op := range p.Operations {
+		names = append(names, op.Action)
+	}
+	if want := []string{"petstore.listPets", "petstore.createPet", "petstore.getPet", "petstore.delete_pets_petId", "petstore.get_stores_storeId_inventory"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("operations: %v", names)
+	}
+	if page := c.Preview(w, Page{Offset: 1, Limit: 2}); len(page.Operations) != 2 || page.Operations[0].Action != "petstore.createPet" || page.OperationsNextCursor != "3" {
+		t.Errorf("page 1+2: %+v", page)
 	}
 	if p.Operations[2].Action != "petstore.getPet" || p.Operations[2].Safety != action.ReadOnly || p.Operations[2].Path != "/pets/{petId}" {
 		t.Errorf("operations: %+v", p.Operations)
+	}
+}
+
+// TestWarningsAreGroupedByKind: a warning repeated per operation (GitHub's
+// 1,221 operationIds written a/b, each renamed) comes as three examples
+// and a count, not once per operation.
+func TestWarningsAreGroupedByKind(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.3\ninfo: {title: T, version: '1'}\nservers: [{url: 'https://api.example.com'}]\npaths:\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "  /things%d:\n    get: {operationId: 'things/get-%d', responses: {'200': {description: OK}}}\n", i, i)
+	}
+	b.WriteString("  /other:\n    get: {operationId: 'other/get', parameters: [{name: c, in: cookie, schema: {type: string}}], responses: {'200': {description: OK}}}\n")
+	r := Validate(context.Background(), []byte(b.String()), "")
+	want := []string{
+		`GET /other: operationId "other/get" is called "other_get" (action names take letters, digits, _ and -)`,
+		`GET /things0: operationId "things/get-0" is called "things_get-0" (action names take letters, digits, _ and -)`,
+		`GET /things1: operationId "things/get-1" is called "things_get-1" (action names take letters, digits, _ and -)`,
+		"… and 8 more like these: operationIds renamed into action names (11 in all)",
+		`GET /other: cookie parameter "c" is not sent (a catalog sends path, query and header parameters)`,
+	}
+	if !r.Valid || !reflect.DeepEqual(r.Warnings, want) {
+		t.Errorf("warnings:\n%s", strings.Join(r.Warnings, "\n"))
 	}
 }

@@ -50,7 +50,7 @@ func derivedName(method, path string) string {
 
 // builder collects a document's operations and what it had to skip.
 type builder struct {
-	notes
+	grouped
 	doc   *document
 	taken map[string]bool
 	// cut is set when a schema of the operation being built was too large
@@ -64,6 +64,57 @@ type notes struct{ found []string }
 
 func (n *notes) warn(format string, args ...any) {
 	n.found = append(n.found, fmt.Sprintf(format, args...))
+}
+
+// maxExamples is how many warnings of one kind are worded; the others
+// are counted. A document of 1,221 operationIds written a/b would
+// otherwise say 1,221 times that each was renamed.
+const maxExamples = 3
+
+// grouped collects the warnings of building operations by kind: the first
+// maxExamples of a kind worded, the others counted.
+type grouped struct {
+	kinds []*group // in the order of their first warning
+	index map[string]*group
+}
+
+// group is the warnings of one kind.
+type group struct {
+	// about says what the warnings of the kind are about, for the line
+	// that counts them.
+	about    string
+	examples []string
+	count    int
+}
+
+// note records a warning of a kind; about describes the kind.
+func (g *grouped) note(kind, about, format string, args ...any) {
+	if g.index == nil {
+		g.index = map[string]*group{}
+	}
+	k := g.index[kind]
+	if k == nil {
+		k = &group{about: about}
+		g.index[kind] = k
+		g.kinds = append(g.kinds, k)
+	}
+	k.count++
+	if len(k.examples) < maxExamples {
+		k.examples = append(k.examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// warnings words the warnings: per kind its examples, then, when there
+// were more, how many in all.
+func (g *grouped) warnings() []string {
+	var out []string
+	for _, k := range g.kinds {
+		out = append(out, k.examples...)
+		if k.count > len(k.examples) {
+			out = append(out, fmt.Sprintf("… and %d more like these: %s (%d in all)", k.count-len(k.examples), k.about, k.count))
+		}
+	}
+	return out
 }
 
 // convert converts one schema of the operation being built.
@@ -86,7 +137,7 @@ func (b *builder) operations() []Operation {
 				b.cut = false
 				o, ok := b.operation(path, method, item, op)
 				if b.cut {
-					b.warn("%s %s: a schema is too large to inline whole (over %d subschemas once its references are expanded); the parts past that are left open", method, path, maxSchemaNodes)
+					b.note("cut", "schemas too large to inline whole", "%s %s: a schema is too large to inline whole (over %d subschemas once its references are expanded); the parts past that are left open", method, path, maxSchemaNodes)
 				}
 				if ok {
 					out = append(out, o)
@@ -109,7 +160,7 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 	if rb := op.body; rb != nil {
 		mt, media, ok := bodyMedia(rb.content)
 		if !ok {
-			b.warn("%s skipped: its request body is %s; a catalog sends JSON or form-urlencoded bodies", where, strings.Join(sortedKeys(rb.content), ", "))
+			b.note("body", "operations skipped for their request body's media type", "%s skipped: its request body is %s; a catalog sends JSON or form-urlencoded bodies", where, strings.Join(sortedKeys(rb.content), ", "))
 			return Operation{}, false
 		}
 		o.Body = &Body{Required: rb.required, MediaType: mt}
@@ -126,13 +177,13 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 		key := p.name
 		if _, clash := props[key]; clash {
 			key = p.in + "_" + p.name
-			b.warn("%s: the %s parameter %q is the input %q (another input has its name)", where, p.in, p.name, key)
+			b.note("clash", "parameters renamed as inputs", "%s: the %s parameter %q is the input %q (another input has its name)", where, p.in, p.name, key)
 		}
 		param := Param{Key: key, Name: p.name, In: p.in, Required: p.required || p.in == "path"}
 		if p.in == "query" {
 			param.Explode = p.explode == nil || *p.explode
 			if p.style != "" && p.style != "form" {
-				b.warn("%s: query parameter %q has style %s; it is sent in the form style", where, p.name, p.style)
+				b.note("style", "query parameters sent in the form style", "%s: query parameter %q has style %s; it is sent in the form style", where, p.name, p.style)
 			}
 		}
 		o.Params = append(o.Params, param)
@@ -155,7 +206,7 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 func (b *builder) name(where, method, path, id string) string {
 	name := strings.Trim(notNamePart.ReplaceAllString(id, "_"), "_")
 	if name != id && id != "" {
-		b.warn("%s: operationId %q is called %q (action names take letters, digits, _ and -)", where, id, name)
+		b.note("renamed", "operationIds renamed into action names", "%s: operationId %q is called %q (action names take letters, digits, _ and -)", where, id, name)
 	}
 	if name == "" {
 		name = derivedName(method, path)
@@ -165,7 +216,7 @@ func (b *builder) name(where, method, path, id string) string {
 		unique = fmt.Sprintf("%s_%d", name, n)
 	}
 	if unique != name {
-		b.warn("%s: the name %q is taken by another operation: it is called %q", where, name, unique)
+		b.note("taken", "operations renamed because another had their name", "%s: the name %q is taken by another operation: it is called %q", where, name, unique)
 	}
 	b.taken[unique] = true
 	return unique
@@ -191,7 +242,7 @@ func (b *builder) params(where string, lists ...[]*parameter) []*parameter {
 	for _, id := range ids {
 		p := byID[id]
 		if _, ok := rank[p.in]; !ok {
-			b.warn("%s: %s parameter %q is not sent (a catalog sends path, query and header parameters)", where, p.in, p.name)
+			b.note("cookie", "parameters not sent", "%s: %s parameter %q is not sent (a catalog sends path, query and header parameters)", where, p.in, p.name)
 			continue
 		}
 		out = append(out, p)

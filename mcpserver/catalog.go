@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,9 @@ type CatalogPreviewIn struct {
 	Title   string `json:"title" jsonschema:"the catalog's title, for people; the catalog's name is made from it unless name is given"`
 	Name    string `json:"name,omitempty" jsonschema:"the catalog's name, the prefix of its actions (lowercase letters, digits, - and _)"`
 	BaseURL string `json:"base_url,omitempty" jsonschema:"where calls go (default: the document's first server)"`
+	// OperationsCursor and OperationsLimit page the operations.
+	OperationsCursor string `json:"operations_cursor,omitempty" jsonschema:"operations_next_cursor of a previous result: its next page of operations"`
+	OperationsLimit  int    `json:"operations_limit,omitempty" jsonschema:"operations per page (default 20, at most 200); without it and operations_cursor the result is a summary with the first 20"`
 }
 
 // CatalogPreviewOut is catalog_preview's result.
@@ -55,13 +59,20 @@ func (o CatalogPreviewOut) Summary() string {
 	if p == nil {
 		return ""
 	}
-	groups := make([]string, 0, len(p.Groups))
-	for g, names := range p.Groups {
-		groups = append(groups, fmt.Sprintf("%s (%d)", g, len(names)))
+	tags := make([]string, 0, len(p.Tags))
+	for t, n := range p.Tags {
+		tags = append(tags, fmt.Sprintf("%s (%d)", t, n))
 	}
-	sort.Strings(groups)
-	return fmt.Sprintf("Catalog %s would make %d actions (%s.*) in %s; %d warnings. Nothing was written.",
-		p.Name, len(p.Operations), p.Name, strings.Join(groups, ", "), len(p.Warnings))
+	sort.Strings(tags)
+	if len(tags) > 10 {
+		tags = append(tags[:10], fmt.Sprintf("%d more tags", len(p.Tags)-10))
+	}
+	page := ""
+	if p.OperationsNextCursor != "" {
+		page = fmt.Sprintf(" %d operations shown: the next page with operations_cursor %q.", len(p.Operations), p.OperationsNextCursor)
+	}
+	return fmt.Sprintf("Catalog %s would make %d actions (%s.*) in %s; %d warnings. Nothing was written.%s",
+		p.Name, p.OperationsTotal, p.Name, strings.Join(tags, ", "), len(p.Warnings), page)
 }
 
 // CatalogImportIn are catalog_import's arguments.
@@ -157,9 +168,24 @@ func (s *Server) addCatalogTools() {
 			return CatalogValidateOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_preview", Title: "Preview a catalog import", Annotations: readOnly,
-		Description: "Dry run of catalog_import: the actions the document's operations would become (<catalog>.<operationId>, with method, path and safety tier), grouped by tag, and the warnings. Writes nothing."},
+		Description: "Dry run of catalog_import: a summary of the actions the document's operations would become (<catalog>.<operationId>): how many, counted by tag and by safety tier, the first 20 with method, path and safety tier, and the warnings. " +
+			"Page through the rest with operations_cursor (operations_next_cursor of the previous result) and operations_limit. Writes nothing."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogPreviewIn) (CatalogPreviewOut, error) {
-			p, err := s.svc.PreviewCatalog(ctx, service.CatalogImportRequest{Source: in.Source, Title: in.Title, Name: in.Name, BaseURL: in.BaseURL})
+			page := catalog.Page{Limit: in.OperationsLimit}
+			if in.OperationsCursor != "" {
+				n, err := strconv.Atoi(in.OperationsCursor)
+				if err != nil || n < 0 {
+					return CatalogPreviewOut{}, argumentsError("operations_cursor", "operations_cursor is not a cursor of catalog_preview: pass operations_next_cursor of a previous result")
+				}
+				page.Offset = n
+				if page.Limit == 0 {
+					page.Limit = catalog.MaxPreviewPage / 2
+				}
+			}
+			if in.OperationsLimit < 0 || in.OperationsLimit > catalog.MaxPreviewPage {
+				return CatalogPreviewOut{}, argumentsError("operations_limit", fmt.Sprintf("operations_limit is %d: it is between 1 and %d", in.OperationsLimit, catalog.MaxPreviewPage))
+			}
+			p, err := s.svc.PreviewCatalog(ctx, service.CatalogImportRequest{Source: in.Source, Title: in.Title, Name: in.Name, BaseURL: in.BaseURL}, page)
 			return CatalogPreviewOut{p}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_import", Title: "Import an OpenAPI catalog",
@@ -173,13 +199,16 @@ func (s *Server) addCatalogTools() {
 			if err == nil {
 				s.catalogsChanged(ctx)
 			}
+			if r != nil {
+				r.CatalogInfo = r.CatalogInfo.Brief(catalogActionNames)
+			}
 			return CatalogImportOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_list", Title: "List catalogs", Annotations: readOnly,
-		Description: "List the imported OpenAPI catalogs: name, title, base_url, enabled, operations and their action names."},
+		Description: "List the imported OpenAPI catalogs: name, title, base_url, enabled, operations and the first 50 of their action names (actions_total counts them when there are more; action_search or stepwise://actions lists them all)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (CatalogListOut, error) {
 			cs, err := s.svc.ListCatalogs(ctx)
-			return CatalogListOut{Catalogs: cs}, err
+			return CatalogListOut{Catalogs: briefCatalogs(cs)}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_set_enabled", Title: "Enable or disable a catalog",
 		Description: "Enable a catalog (its operations become actions) or disable it (they leave the registry, and workflows using them stop validating).",
@@ -189,7 +218,7 @@ func (s *Server) addCatalogTools() {
 			if err == nil {
 				s.catalogsChanged(ctx)
 			}
-			return CatalogOut{CatalogInfo: c}, err
+			return CatalogOut{CatalogInfo: brief(c)}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_remove", Title: "Remove a catalog",
 		Description: "Remove a catalog and its actions. Destructive: the person confirms (asked directly when your client supports elicitation; otherwise ask them and pass confirm: true).",
@@ -208,17 +237,40 @@ func (s *Server) addCatalogTools() {
 			if err == nil {
 				s.catalogsChanged(ctx)
 			}
-			return CatalogOut{CatalogInfo: c, Removed: err == nil}, err
+			return CatalogOut{CatalogInfo: brief(c), Removed: err == nil}, err
 		})
-	s.mcp.AddResource(&mcp.Resource{URI: uriCatalogs, Name: "catalogs", Title: "OpenAPI catalogs",
+	s.addResource(&mcp.Resource{URI: uriCatalogs, Name: "catalogs", Title: "OpenAPI catalogs",
 		Description: "Every imported OpenAPI catalog (as catalog_list returns them).", MIMEType: "application/json"},
 		func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			cs, err := s.svc.ListCatalogs(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return jsonResource(uriCatalogs, CatalogListOut{Catalogs: cs})
+			return jsonResource(uriCatalogs, CatalogListOut{Catalogs: briefCatalogs(cs)})
 		})
+}
+
+// catalogActionNames is how many of a catalog's action names the catalog
+// tools and stepwise://catalogs show (actions_total counts them all;
+// action_search and stepwise://actions list them).
+const catalogActionNames = 50
+
+// brief is c with at most catalogActionNames action names.
+func brief(c *service.CatalogInfo) *service.CatalogInfo {
+	if c == nil {
+		return nil
+	}
+	b := c.Brief(catalogActionNames)
+	return &b
+}
+
+// briefCatalogs is cs with at most catalogActionNames action names each.
+func briefCatalogs(cs []service.CatalogInfo) []service.CatalogInfo {
+	out := make([]service.CatalogInfo, len(cs))
+	for i, c := range cs {
+		out[i] = c.Brief(catalogActionNames)
+	}
+	return out
 }
 
 // catalogsChanged tells subscribers that the catalogs, and with them the

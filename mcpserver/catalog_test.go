@@ -17,16 +17,16 @@ import (
 
 // catalogOut decodes the catalog tools' results and errors.
 type catalogOut struct {
-	Valid      bool                `json:"valid"`
-	OpenAPI    string              `json:"openapi"`
-	Operations any                 `json:"operations"`
-	Problems   []string            `json:"problems"`
-	Warnings   []string            `json:"warnings"`
-	Name       string              `json:"name"`
-	Enabled    bool                `json:"enabled"`
-	Removed    bool                `json:"removed"`
-	Actions    []string            `json:"actions"`
-	Groups     map[string][]string `json:"groups"`
+	Valid      bool           `json:"valid"`
+	OpenAPI    string         `json:"openapi"`
+	Operations any            `json:"operations"`
+	Problems   []string       `json:"problems"`
+	Warnings   []string       `json:"warnings"`
+	Name       string         `json:"name"`
+	Enabled    bool           `json:"enabled"`
+	Removed    bool           `json:"removed"`
+	Actions    []string       `json:"actions"`
+	Tags       map[string]int `json:"tags"`
 	Catalogs   []service.CatalogInfo
 	ErrorCode  string `json:"error_code"`
 	Category   string `json:"category"`
@@ -65,7 +65,7 @@ func TestCatalogTools(t *testing.T) {
 		t.Fatalf("validate a non-document: %+v", o)
 	}
 	o = catalogOut{}
-	if call(t, cs, "catalog_preview", map[string]any{"source": doc, "title": "Petstore"}, &o) || o.Name != "petstore" || len(o.Groups["pets"]) != 4 {
+	if call(t, cs, "catalog_preview", map[string]any{"source": doc, "title": "Petstore"}, &o) || o.Name != "petstore" || o.Tags["pets"] != 4 {
 		t.Fatalf("preview: %+v", o)
 	}
 	if _, ok := e.svc.Actions.Get("petstore.getPet"); ok {

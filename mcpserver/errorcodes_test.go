@@ -340,6 +340,7 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		{"FILTER_INVALID", filterInvalid(t, e)},
 		{"ACTION_UNDESCRIBED", undescribed(t, e)},
 		{engine.CodeExpressionBudget, budgetError(t)},
+		{CodeResultTooLarge, resultTooLarge("run_list", maxResultBytes+1, paging["run_list"].arg, paging["run_list"].hint)},
 	} {
 		te := toolError(log, "some_tool", c.err)
 		if te.ErrorCode != c.code {

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/service"
@@ -38,14 +39,19 @@ type ToolError struct {
 	// CorrelationID finds the error in the server's log.
 	CorrelationID string               `json:"correlation_id"`
 	Violations    []workflow.Violation `json:"violations,omitempty"`
+	// ViolationsTotal counts the violations when there were more than
+	// the error lists.
+	ViolationsTotal int `json:"violations_total,omitempty"`
 }
 
 // ErrorContext says where an error happened: at least the tool called.
 type ErrorContext struct {
 	// Tool is the tool that was called (Prompt the prompt, for the error
 	// of a prompt).
-	Tool     string `json:"tool,omitempty"`
-	Prompt   string `json:"prompt,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
+	// URI is the resource read, for the error of a resource.
+	URI      string `json:"uri,omitempty"`
 	Workflow string `json:"workflow,omitempty"`
 	// CurrentVersion is the workflow's version when a save conflicted.
 	CurrentVersion string `json:"current_version,omitempty"`
@@ -125,11 +131,12 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 		v := te.Violations[0]
 		te.Context.Path, te.Context.Line, te.Context.Column = v.Path, v.Line, v.Column
 	}
+	boundError(te)
 	level := slog.LevelInfo
 	if te.Category == engine.CategoryInternal {
 		level = slog.LevelError
 	}
-	log.Log(context.Background(), level, "tool error", "tool", tool, "error_code", te.ErrorCode, "correlation_id", te.CorrelationID, "error", err.Error())
+	log.Log(context.Background(), level, "tool error", "tool", tool, "error_code", te.ErrorCode, "correlation_id", te.CorrelationID, "error", clip.Words(err.Error(), maxMessageBytes))
 	return te
 }
 

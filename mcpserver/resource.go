@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -23,17 +24,17 @@ const (
 )
 
 func (s *Server) addResources() {
-	s.mcp.AddResource(&mcp.Resource{URI: uriDocs, Name: "workflow-language", Title: "The stepwise workflow language",
+	s.addResource(&mcp.Resource{URI: uriDocs, Name: "workflow-language", Title: "The stepwise workflow language",
 		Description: "The specification of the workflow language (v1): read it before authoring a workflow.", MIMEType: "text/markdown"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return textResource(uriDocs, "text/markdown", docs.Workflows), nil
 		})
-	s.mcp.AddResource(&mcp.Resource{URI: uriSchema, Name: "workflow-schema", Title: "JSON Schema of workflows",
+	s.addResource(&mcp.Resource{URI: uriSchema, Name: "workflow-schema", Title: "JSON Schema of workflows",
 		Description: "The JSON Schema every workflow must satisfy (structure; workflow_validate also checks references and semantics).", MIMEType: "application/schema+json"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return textResource(uriSchema, "application/schema+json", string(workflow.Schema())), nil
 		})
-	s.mcp.AddResource(&mcp.Resource{URI: uriWorkflows, Name: "workflows", Title: "The workflow library",
+	s.addResource(&mcp.Resource{URI: uriWorkflows, Name: "workflows", Title: "The workflow library",
 		Description: "Every library workflow with its summary (as workflow_list returns).", MIMEType: "application/json"},
 		func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			ws, err := s.svc.ListWorkflows(ctx, "")
@@ -42,7 +43,7 @@ func (s *Server) addResources() {
 			}
 			return jsonResource(uriWorkflows, WorkflowListOut{Workflows: ws})
 		})
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://workflows/{name}", Name: "workflow", Title: "A library workflow",
+	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://workflows/{name}", Name: "workflow", Title: "A library workflow",
 		Description: "A library workflow's file as written (YAML or JSON).", MIMEType: "application/yaml"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			name := strings.TrimPrefix(req.Params.URI, uriWorkflows+"/")
@@ -59,7 +60,7 @@ func (s *Server) addResources() {
 			}
 			return textResource(req.Params.URI, mime, d.Content), nil
 		})
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}", Name: "run", Title: "A run",
+	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}", Name: "run", Title: "A run",
 		Description: "A run's status, open pause, outputs, error and steps (run_get's result). Subscribe to be told of every change.", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			id, sub := runURI(req.Params.URI)
@@ -72,26 +73,58 @@ func (s *Server) addResources() {
 			}
 			return jsonResource(req.Params.URI, s.runResult(v, true))
 		})
-	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}/history", Name: "run-history", Title: "A run's history",
-		Description: "A run's events in order (step started/succeeded/failed, pauses, answers, …), secrets masked.", MIMEType: "application/json"},
-		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			id, sub := runURI(req.Params.URI)
-			if id == "" || sub != "history" {
-				return nil, mcp.ResourceNotFoundError(req.Params.URI)
-			}
-			evs, err := s.svc.Events(ctx, id, 0, 0)
-			if err != nil {
-				return nil, mcp.ResourceNotFoundError(req.Params.URI)
-			}
-			out := make([]historyEvent, len(evs))
-			for i, e := range evs {
-				out[i] = historyEvent{Seq: e.Seq, Type: e.Type, StepID: e.StepID, At: e.At.Format("2006-01-02T15:04:05.000Z07:00")}
-				if len(e.Data) > 0 {
-					_ = json.Unmarshal(e.Data, &out[i].Data)
-				}
-			}
-			return jsonResource(req.Params.URI, map[string]any{"run_id": id, "events": out})
-		})
+	s.addResourceTemplate(&mcp.ResourceTemplate{URITemplate: "stepwise://runs/{run_id}/history{?after}", Name: "run-history", Title: "A run's history",
+		Description: "A run's events in order (step started/succeeded/failed, pauses, answers, …), secrets masked, a page at a time: next is the URI of the following page (?after= the last event's seq).", MIMEType: "application/json"},
+		s.readHistory)
+}
+
+// A page of a run's history holds at most historyPage events and stops
+// once it holds historyBytes of their data (but holds one event at least).
+const (
+	historyPage  = 500
+	historyBytes = 128 << 10
+)
+
+// readHistory reads a page of stepwise://runs/{run_id}/history: the
+// events after the seq of ?after=.
+func (s *Server) readHistory(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri, query, _ := strings.Cut(req.Params.URI, "?")
+	id, sub := runURI(uri)
+	if id == "" || sub != "history" {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	var after int64
+	if query != "" {
+		q, err := url.ParseQuery(query)
+		if err == nil && q.Get("after") != "" {
+			after, err = strconv.ParseInt(q.Get("after"), 10, 64)
+		}
+		if err != nil || after < 0 {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+	}
+	evs, err := s.svc.Events(ctx, id, after, historyPage+1)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	out := make([]historyEvent, 0, min(len(evs), historyPage))
+	size := 0
+	for i, e := range evs {
+		if i == historyPage || (i > 0 && size+len(e.Data) > historyBytes) {
+			break
+		}
+		size += len(e.Data)
+		h := historyEvent{Seq: e.Seq, Type: e.Type, StepID: e.StepID, At: e.At.Format("2006-01-02T15:04:05.000Z07:00")}
+		if len(e.Data) > 0 {
+			_ = json.Unmarshal(e.Data, &h.Data)
+		}
+		out = append(out, h)
+	}
+	page := map[string]any{"run_id": id, "events": out}
+	if len(out) < len(evs) {
+		page["next"] = uri + "?after=" + strconv.FormatInt(out[len(out)-1].Seq, 10)
+	}
+	return jsonResource(req.Params.URI, page)
 }
 
 type historyEvent struct {
@@ -116,10 +149,17 @@ func textResource(uri, mime, text string) *mcp.ReadResourceResult {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: text}}}
 }
 
+// jsonResource is v as a resource's JSON; an output with a smaller form
+// (shrinker) takes it when the whole is over the ceiling.
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return nil, err
+	}
+	if sh, ok := v.(shrinker); ok && len(b) > maxResultBytes {
+		if b, err = json.MarshalIndent(sh.shrink(), "", "  "); err != nil {
+			return nil, err
+		}
 	}
 	return textResource(uri, "application/json", string(b)), nil
 }

@@ -119,7 +119,7 @@ func NewUnattached(opts Options) *Server {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(checkSetLevel, s.ready.middleware, relateToCall)
+	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware, relateToCall)
 	s.addWorkflowTools()
 	s.addLibraryTools()
 	s.addActionTools()

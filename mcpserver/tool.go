@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -102,24 +101,11 @@ func (s *Server) toolHandler(name string, h func(context.Context, *mcp.CallToolR
 		if err != nil {
 			return errorResult(toolError(s.log, name, err)), nil
 		}
-		data, err := json.Marshal(out)
+		res, err := boundResult(name, out)
 		if err != nil {
 			return errorResult(toolError(s.log, name, err)), nil
 		}
-		var text string
-		if sm, ok := out.(summarizer); ok {
-			// The summary line, then the JSON: one copy of it, not two.
-			sum := sm.Summary()
-			var b strings.Builder
-			b.Grow(len(sum) + 1 + len(data))
-			b.WriteString(sum)
-			b.WriteByte('\n')
-			b.Write(data)
-			text = b.String()
-		} else {
-			text = string(data)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: json.RawMessage(data)}, nil
+		return res, nil
 	}
 }
 

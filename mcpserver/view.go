@@ -32,6 +32,9 @@ type RunResult struct {
 	Next string `json:"next"`
 }
 
+// runRef names the run, for an error about the result.
+func (r RunResult) runRef() string { return r.RunID }
+
 // Summary implements summarizer.
 func (r RunResult) Summary() string {
 	what := r.Workflow

@@ -24,14 +24,17 @@ const (
 // CatalogInfo is a catalog as lists show it. Credentials appear as the
 // $NAME references they are stored as.
 type CatalogInfo struct {
-	Name            string                        `json:"name"`
-	Title           string                        `json:"title"`
-	BaseURL         string                        `json:"base_url"`
-	Enabled         bool                          `json:"enabled"`
-	OpenAPI         string                        `json:"openapi"`
-	Source          string                        `json:"source,omitempty"`
-	Operations      int                           `json:"operations"`
-	Actions         []string                      `json:"actions"`
+	Name       string   `json:"name"`
+	Title      string   `json:"title"`
+	BaseURL    string   `json:"base_url"`
+	Enabled    bool     `json:"enabled"`
+	OpenAPI    string   `json:"openapi"`
+	Source     string   `json:"source,omitempty"`
+	Operations int      `json:"operations"`
+	Actions    []string `json:"actions"`
+	// ActionsTotal counts the actions when Actions holds only the first
+	// of them (Brief).
+	ActionsTotal    int                           `json:"actions_total,omitempty"`
 	Auth            map[string]catalog.Credential `json:"auth,omitempty"`
 	SecuritySchemes map[string]catalog.Scheme     `json:"security_schemes,omitempty"`
 	Path            string                        `json:"path"`
@@ -42,6 +45,17 @@ func (s *Service) infoOf(c *catalog.Catalog) CatalogInfo {
 	return CatalogInfo{Name: c.Name, Title: c.Title, BaseURL: c.BaseURL, Enabled: c.Enabled, OpenAPI: c.Source.OpenAPI,
 		Source: c.Source.Location, Operations: len(c.Operations), Actions: c.ActionNames(), Auth: c.Auth,
 		SecuritySchemes: c.Schemes, Path: filepath.Join(s.catalogs.store.Dir(), c.Name+".json"), ImportedAt: c.ImportedAt}
+}
+
+// Brief is the catalog with at most n of its action names, the others
+// counted in ActionsTotal: what a list shows of a catalog of thousands of
+// operations.
+func (c CatalogInfo) Brief(n int) CatalogInfo {
+	if len(c.Actions) > n {
+		c.ActionsTotal = len(c.Actions)
+		c.Actions = c.Actions[:n:n]
+	}
+	return c
 }
 
 // CatalogImportRequest is a document to import as a catalog.
@@ -78,12 +92,12 @@ func (s *Service) ValidateCatalog(ctx context.Context, source string) (*catalog.
 
 // PreviewCatalog is a dry run of ImportCatalog: the actions it would
 // make, grouped by tag, and its warnings. Nothing is written.
-func (s *Service) PreviewCatalog(ctx context.Context, req CatalogImportRequest) (*catalog.Preview, error) {
+func (s *Service) PreviewCatalog(ctx context.Context, req CatalogImportRequest, page catalog.Page) (*catalog.Preview, error) {
 	c, warnings, err := s.buildCatalog(ctx, req, true)
 	if err != nil {
 		return nil, catalogError(err, req.Name)
 	}
-	return c.Preview(warnings), nil
+	return c.Preview(warnings, page), nil
 }
 
 // ImportCatalog imports a document as a catalog, atomically: an existing

@@ -314,8 +314,8 @@ func TestCatalogRefusals(t *testing.T) {
 	if err != nil || !r.Valid || r.Operations != 4 || len(r.Warnings) != 1 {
 		t.Errorf("validate: %+v %v", r, err)
 	}
-	p, err := svc.PreviewCatalog(ctx, CatalogImportRequest{Source: bookshopDoc, Title: "Book Shop"})
-	if err != nil || p.Name != "book-shop" || len(p.Groups["books"]) != 3 || len(p.Groups[catalog.Untagged]) != 1 {
+	p, err := svc.PreviewCatalog(ctx, CatalogImportRequest{Source: bookshopDoc, Title: "Book Shop"}, catalog.Page{})
+	if err != nil || p.Name != "book-shop" || p.Tags["books"] != 3 || p.Tags[catalog.Untagged] != 1 {
 		t.Errorf("preview: %+v %v", p, err)
 	}
 }

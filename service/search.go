@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"stepwise.dev/stepwise/clip"
 	"stepwise.dev/stepwise/search"
 )
 
@@ -39,6 +40,11 @@ type SearchResult struct {
 	Valid *bool `json:"valid,omitempty"`
 }
 
+// maxSearchText bounds a result's title and description: a hundred
+// results of an API's long descriptions would be a result an agent cannot
+// hold (the whole text is action_get's or workflow_get's).
+const maxSearchText = 300
+
 // SearchActions ranks the registered actions and, with includeWorkflows,
 // the library's workflows by how well their name, title, tags and
 // description match query, best first, at most limit of them (default
@@ -71,11 +77,11 @@ func (s *Service) SearchActions(ctx context.Context, query string, includeWorkfl
 		switch h.Kind {
 		case KindAction:
 			a := acts.actions[h.Doc]
-			r.Description, r.Safety = a.description, a.safety
+			r.Description, r.Safety = clip.Text(a.description, maxSearchText), a.safety
 		case KindWorkflow:
 			w := lib.workflows[h.Doc]
 			valid := w.Valid
-			r.Title, r.Description, r.Tags, r.Inputs, r.Valid = w.Title, w.Description, w.Tags, w.Inputs, &valid
+			r.Title, r.Description, r.Tags, r.Inputs, r.Valid = clip.Text(w.Title, maxSearchText), clip.Text(w.Description, maxSearchText), w.Tags, w.Inputs, &valid
 		}
 		out = append(out, r)
 	}

@@ -162,6 +162,17 @@ func TestSearchFollowsTheRegistry(t *testing.T) {
 	}
 }
 
+// A result shows the start of a long description: a hundred results of an
+// API's long descriptions would be more than an agent can hold.
+func TestSearchResultsHoldTheStartOfLongDescriptions(t *testing.T) {
+	svc, _ := searchEnv(t, nil)
+	svc.Actions.Register(fakeAction{"billing_void_invoice", "Voids an invoice. " + strings.Repeat("More about it. ", 10000)})
+	rs := find(t, svc, "invoice", false, 0)
+	if len(rs) != 1 || len(rs[0].Description) > maxSearchText || !strings.HasPrefix(rs[0].Description, "Voids an invoice.") || !strings.HasSuffix(rs[0].Description, "…") {
+		t.Fatalf("%d results, the first's description of %d bytes", len(rs), len(rs[0].Description))
+	}
+}
+
 func cmpString(a, b string) int {
 	switch {
 	case a < b:
