@@ -60,6 +60,13 @@ type Case struct {
 	Flags []string
 	// Setup prepares the server's home before it starts (optional).
 	Setup func(t *testing.T, home string)
+	// NoHandshake leaves the session uninitialized: Run starts from
+	// nothing (and may call Conn.Handshake itself).
+	NoHandshake bool
+	// NewSession checks that the server still serves from a new session
+	// (HTTP only) instead of the case's, for a case whose request may end
+	// its own session.
+	NewSession bool
 	// Want is the outcome Run must return.
 	Want string
 	// Deadline bounds Run (defaultDeadline when zero).
@@ -222,8 +229,10 @@ func start(t *testing.T, ctx context.Context, c Case) *server {
 	}
 	go s.watch()
 	t.Cleanup(s.stop)
-	if err := s.conn.handshake(ctx); err != nil {
-		t.Fatalf("handshake: %v\n%s", err, s.log())
+	if !c.NoHandshake {
+		if err := s.conn.Handshake(ctx); err != nil {
+			t.Fatalf("handshake: %v\n%s", err, s.log())
+		}
 	}
 	return s
 }
@@ -348,9 +357,24 @@ func (s *server) stop() {
 }
 
 // alive checks that the server still serves: a tools/call answered, over
-// the case's own session.
-func (s *server) alive(ctx context.Context) error {
-	r, err := s.conn.Tool(ctx, "run_list", map[string]any{"limit": 1})
+// the case's own session, or a new one (HTTP) when newSession.
+func (s *server) alive(ctx context.Context, newSession bool) error {
+	conn := s.conn
+	switch {
+	case newSession:
+		if conn.HTTP == nil {
+			return errors.New("NewSession over stdio: stdio has one session")
+		}
+		w := newHTTPWire(s.url)
+		defer w.close()
+		conn = &Conn{wire: w, HTTP: w}
+		fallthrough
+	case !conn.initialized:
+		if err := conn.Handshake(ctx); err != nil {
+			return fmt.Errorf("handshake after the case: %w", err)
+		}
+	}
+	r, err := conn.Tool(ctx, "run_list", map[string]any{"limit": 1})
 	if err != nil {
 		return fmt.Errorf("run_list after the case: %w", err)
 	}
@@ -386,7 +410,7 @@ func runCase(t *testing.T, c Case, r *row) {
 	}
 	if err == nil {
 		aliveCtx, cancelAlive := context.WithTimeout(context.Background(), defaultDeadline)
-		if aerr := s.alive(aliveCtx); aerr != nil {
+		if aerr := s.alive(aliveCtx, c.NewSession); aerr != nil {
 			fails = append(fails, aerr.Error())
 		}
 		cancelAlive()

@@ -76,6 +76,8 @@ type Conn struct {
 	Stdio *StdioWire
 	// HTTP is the session's endpoint when the transport is HTTP.
 	HTTP *HTTPWire
+	// initialized is set once Handshake succeeded.
+	initialized bool
 }
 
 // Request sends method with params and returns the answer, a result or a
@@ -123,8 +125,9 @@ func (c *Conn) Tool(ctx context.Context, name string, args any) (ToolResult, err
 	return r, nil
 }
 
-// handshake performs initialize and the initialized notification.
-func (c *Conn) handshake(ctx context.Context) error {
+// Handshake performs initialize and the initialized notification (the
+// harness does, unless the case says NoHandshake).
+func (c *Conn) Handshake(ctx context.Context) error {
 	m, err := c.Request(ctx, "initialize", map[string]any{
 		"protocolVersion": protocol,
 		"capabilities":    map[string]any{},
@@ -145,7 +148,11 @@ func (c *Conn) handshake(ctx context.Context) error {
 	if c.HTTP != nil {
 		c.HTTP.Protocol = res.ProtocolVersion
 	}
-	return c.Notify(ctx, "notifications/initialized", nil)
+	if err := c.Notify(ctx, "notifications/initialized", nil); err != nil {
+		return err
+	}
+	c.initialized = true
+	return nil
 }
 
 // StdioWire is newline-delimited JSON over the server's stdin and stdout.
