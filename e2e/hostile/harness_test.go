@@ -36,7 +36,13 @@ const (
 	killLimit = 1536 << 20
 )
 
-var reportFlag = flag.String("hostile.report", "", "write the hostile-input report table to this file (also $STEPWISE_HOSTILE_REPORT; JSON when it ends in .json)")
+var (
+	reportFlag = flag.String("hostile.report", "", "write the hostile-input report table to this file (also $STEPWISE_HOSTILE_REPORT; JSON when it ends in .json)")
+	longFlag   = flag.Bool("hostile.long", false, "run the long cases too (also $STEPWISE_HOSTILE_LONG=1)")
+)
+
+// long says whether the long cases run.
+func long() bool { return *longFlag || os.Getenv("STEPWISE_HOSTILE_LONG") == "1" }
 
 // Transport is how a case reaches the server.
 type Transport string
@@ -69,6 +75,10 @@ type Case struct {
 	NewSession bool
 	// Want is the outcome Run must return.
 	Want string
+	// Long marks a case that takes tens of seconds: it runs with
+	// -hostile.long or $STEPWISE_HOSTILE_LONG=1 (CI's hostile-input step),
+	// not in every `go test ./...`.
+	Long bool
 	// Deadline bounds Run (defaultDeadline when zero).
 	Deadline time.Duration
 	Run      func(ctx context.Context, t *testing.T, c *Conn) (outcome string, err error)
