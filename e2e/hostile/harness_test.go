@@ -64,6 +64,9 @@ type Case struct {
 	Transport Transport
 	// Flags are given to `stepwise serve` after the harness's own.
 	Flags []string
+	// Env is added to the server's environment (which has no STEPWISE_
+	// variables of the test's own).
+	Env []string
 	// Setup prepares the server's home before it starts (optional).
 	Setup func(t *testing.T, home string)
 	// NoHandshake leaves the session uninitialized: Run starts from
@@ -201,7 +204,7 @@ func start(t *testing.T, ctx context.Context, c Case) *server {
 	}
 	args = append(args, c.Flags...)
 	cmd := exec.Command(binary(t), args...)
-	cmd.Env = serverEnv()
+	cmd.Env = append(serverEnv(), c.Env...)
 	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, logMu: &sync.Mutex{}, watchStop: make(chan struct{}), watchDone: make(chan struct{})}
 	logw := lockedWriter{s.logMu, s.stderr}
 	var err error
