@@ -1,0 +1,14 @@
+// Package hostile is the hostile-input suite (issue 21): requests a caller
+// may send to `stepwise serve` that would cost unbounded memory or time if
+// taken at their word. Each case starts a fresh server from the built
+// binary, sends its request over MCP (stdio or streamable HTTP) from a raw
+// JSON-RPC client, and asserts that the answer is the expected structured
+// error (or answer) within a generous deadline, that the server still
+// answers a tools/call afterwards, and that its peak resident memory
+// (VmHWM) stays under 512 MB. It reports, per case, the code returned, the
+// wall time and the peak RSS.
+//
+//	go test ./e2e/hostile -run Hostile -v -count=1
+//
+// The cases are one table, cases_test.go; the package holds only tests.
+package hostile

@@ -1,0 +1,479 @@
+//go:build linux
+
+package hostile
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The suite's bounds. A deadline is not a speed target: "within seconds",
+// generous for a loaded 2-core machine; the times are reported, not
+// asserted against anything tighter.
+const (
+	// defaultDeadline bounds a case's requests when the case sets none.
+	defaultDeadline = 30 * time.Second
+	// peakLimit is the most resident memory the server may reach.
+	peakLimit = 512 << 20
+	// killLimit is where the watchdog stops a server that is on its way to
+	// exhausting the machine's memory (the case then fails).
+	killLimit = 1536 << 20
+)
+
+var (
+	reportFlag = flag.String("hostile.report", "", "write the hostile-input report table to this file (also $STEPWISE_HOSTILE_REPORT; JSON when it ends in .json)")
+	longFlag   = flag.Bool("hostile.long", false, "run the long cases too (also $STEPWISE_HOSTILE_LONG=1)")
+)
+
+// long says whether the long cases run.
+func long() bool { return *longFlag || os.Getenv("STEPWISE_HOSTILE_LONG") == "1" }
+
+// Transport is how a case reaches the server.
+type Transport string
+
+// The transports a case can use.
+const (
+	Stdio Transport = "stdio"
+	HTTP  Transport = "http"
+)
+
+// Case is one hostile input. Run sends it over c and checks the answer: it
+// returns what the table reports as the outcome (the error code, or a
+// short word for an answer that is not an error) and an error when the
+// answer is not the structured one expected. The harness then checks the
+// outcome against Want, that the server still answers a tools/call, and
+// its peak RSS.
+type Case struct {
+	Name      string
+	Transport Transport
+	// Flags are given to `stepwise serve` after the harness's own.
+	Flags []string
+	// Env is added to the server's environment (which has no STEPWISE_
+	// variables of the test's own).
+	Env []string
+	// Setup prepares the server's home before it starts (optional).
+	Setup func(t *testing.T, home string)
+	// NoHandshake leaves the session uninitialized: Run starts from
+	// nothing (and may call Conn.Handshake itself).
+	NoHandshake bool
+	// NewSession checks that the server still serves from a new session
+	// (HTTP only) instead of the case's, for a case whose request may end
+	// its own session.
+	NewSession bool
+	// Want is the outcome Run must return.
+	Want string
+	// Long marks a case that takes tens of seconds: it runs with
+	// -hostile.long or $STEPWISE_HOSTILE_LONG=1 (CI's hostile-input step),
+	// not in every `go test ./...`.
+	Long bool
+	// Deadline bounds Run (defaultDeadline when zero).
+	Deadline time.Duration
+	Run      func(ctx context.Context, t *testing.T, c *Conn) (outcome string, err error)
+}
+
+// row is one line of the report.
+type row struct {
+	Case      string  `json:"case"`
+	Transport string  `json:"transport"`
+	Outcome   string  `json:"outcome"`
+	WallMS    float64 `json:"wall_ms"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	Pass      bool    `json:"pass"`
+	Note      string  `json:"note,omitempty"`
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// binary is the stepwise binary under test: $STEPWISE_HOSTILE_BIN, or
+// built once (CGO_ENABLED=0, as the README builds it).
+func binary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("STEPWISE_HOSTILE_BIN"); p != "" {
+		return p
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "stepwise-hostile")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "stepwise")
+		build := exec.Command("go", "build", "-o", binPath, "stepwise.dev/stepwise/cmd/stepwise")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// server is a running `stepwise serve` and what the harness watches of it.
+type server struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer // the server's log, for a failure's message
+	logMu  *sync.Mutex
+	conn   *Conn
+	url    string // HTTP: the MCP endpoint
+
+	watchStop chan struct{}
+	watchDone chan struct{}
+	killed    bool   // by the watchdog
+	lastRSS   uint64 // the watchdog's last sample, bytes
+}
+
+// lockedWriter keeps the server's log for the failure message, up to 1 MB.
+type lockedWriter struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() < 1<<20 {
+		w.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (s *server) log() string {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	out := s.stderr.String()
+	if len(out) > 4000 {
+		out = "…" + out[len(out)-4000:]
+	}
+	return out
+}
+
+// serverEnv is the test's environment without the variables that change
+// what serve allows (tokens, environment policy): every case starts from
+// serve's defaults plus its flags.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STEPWISE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// start starts serve for c in a fresh home and connects a session.
+func start(t *testing.T, ctx context.Context, c Case) *server {
+	t.Helper()
+	home := t.TempDir()
+	if c.Setup != nil {
+		c.Setup(t, home)
+	}
+	args := []string{"--home", home, "serve"}
+	if c.Transport == HTTP {
+		args = append(args, "--http", "127.0.0.1:0")
+	}
+	args = append(args, c.Flags...)
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(serverEnv(), c.Env...)
+	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, logMu: &sync.Mutex{}, watchStop: make(chan struct{}), watchDone: make(chan struct{})}
+	logw := lockedWriter{s.logMu, s.stderr}
+	var err error
+	switch c.Transport {
+	case Stdio:
+		in, ierr := cmd.StdinPipe()
+		out, oerr := cmd.StdoutPipe()
+		if err = errors.Join(ierr, oerr); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = logw
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w := newStdioWire(in, out)
+		s.conn = &Conn{wire: w, Stdio: w}
+	case HTTP:
+		errPipe, perr := cmd.StderrPipe()
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s.url, err = serveAddress(ctx, errPipe, logw)
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("serve --http: %v\n%s", err, s.log())
+		}
+		w := newHTTPWire(s.url)
+		s.conn = &Conn{wire: w, HTTP: w}
+	default:
+		t.Fatalf("case %s: unknown transport %q", c.Name, c.Transport)
+	}
+	go s.watch()
+	t.Cleanup(s.stop)
+	if !c.NoHandshake {
+		if err := s.conn.Handshake(ctx); err != nil {
+			t.Fatalf("handshake: %v\n%s", err, s.log())
+		}
+	}
+	return s
+}
+
+var servingRe = regexp.MustCompile(`serving MCP at (\S+)`)
+
+// serveAddress reads serve's stderr until it says where it serves, then
+// copies the rest to log.
+func serveAddress(ctx context.Context, stderr io.Reader, log io.Writer) (string, error) {
+	found := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(stderr)
+		sent := false
+		for {
+			line, err := r.ReadString('\n')
+			_, _ = log.Write([]byte(line))
+			if m := servingRe.FindStringSubmatch(line); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+			if err != nil {
+				if !sent {
+					close(found)
+				}
+				return
+			}
+		}
+	}()
+	select {
+	case url, ok := <-found:
+		if !ok {
+			return "", errors.New("exited before it said where it serves")
+		}
+		return url, nil
+	case <-ctx.Done():
+		return "", errors.New("did not say where it serves")
+	}
+}
+
+// watch samples the server's resident memory and kills it past killLimit,
+// so that a server that lost its bound fails the case instead of taking
+// the machine's memory.
+func (s *server) watch() {
+	defer close(s.watchDone)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.watchStop:
+			return
+		case <-tick.C:
+		}
+		rss, err := procStatus(s.cmd.Process.Pid, "VmRSS")
+		if err != nil {
+			return // exited
+		}
+		s.lastRSS = rss
+		if rss > killLimit {
+			s.killed = true
+			_ = s.cmd.Process.Kill()
+			return
+		}
+	}
+}
+
+// procStatus reads a memory field (VmRSS, VmHWM) of /proc/PID/status, in
+// bytes.
+func procStatus(pid int, field string) (uint64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %q", field, line)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// peak stops the watchdog and returns the server's peak resident memory
+// (VmHWM), read while it still runs.
+func (s *server) peak() (uint64, error) {
+	select {
+	case <-s.watchStop:
+	default:
+		close(s.watchStop)
+	}
+	<-s.watchDone
+	if s.killed {
+		return s.lastRSS, fmt.Errorf("killed by the watchdog at %d MB resident", s.lastRSS>>20)
+	}
+	return procStatus(s.cmd.Process.Pid, "VmHWM")
+}
+
+// stop ends the server: stdin closed (stdio) or SIGTERM (HTTP), killed if
+// it has not exited within 10 s.
+func (s *server) stop() {
+	select {
+	case <-s.watchStop:
+	default:
+		close(s.watchStop)
+	}
+	if s.conn.Stdio != nil {
+		s.conn.Stdio.close()
+	} else {
+		s.conn.HTTP.close()
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// alive checks that the server still serves: a tools/call answered, over
+// the case's own session, or a new one (HTTP) when newSession.
+func (s *server) alive(ctx context.Context, newSession bool) error {
+	conn := s.conn
+	switch {
+	case newSession:
+		if conn.HTTP == nil {
+			return errors.New("NewSession over stdio: stdio has one session")
+		}
+		w := newHTTPWire(s.url)
+		defer w.close()
+		conn = &Conn{wire: w, HTTP: w}
+		fallthrough
+	case !conn.initialized:
+		if err := conn.Handshake(ctx); err != nil {
+			return fmt.Errorf("handshake after the case: %w", err)
+		}
+	}
+	r, err := conn.Tool(ctx, "run_list", map[string]any{"limit": 1})
+	if err != nil {
+		return fmt.Errorf("run_list after the case: %w", err)
+	}
+	if r.IsError {
+		return fmt.Errorf("run_list after the case: %s", r.ErrorCode())
+	}
+	return nil
+}
+
+// runCase runs one case and fills its report row; failures are the
+// subtest's.
+func runCase(t *testing.T, c Case, r *row) {
+	deadline := c.Deadline
+	if deadline == 0 {
+		deadline = defaultDeadline
+	}
+	startCtx, cancel := context.WithTimeout(context.Background(), defaultDeadline)
+	defer cancel()
+	s := start(t, startCtx, c)
+	r.Note = ""
+
+	ctx, cancelRun := context.WithTimeout(context.Background(), deadline)
+	began := time.Now()
+	outcome, err := c.Run(ctx, t, s.conn)
+	r.WallMS = float64(time.Since(began).Microseconds()) / 1000
+	cancelRun()
+	r.Outcome = outcome
+	var fails []string
+	if err != nil {
+		fails = append(fails, err.Error())
+	} else if outcome != c.Want {
+		fails = append(fails, fmt.Sprintf("outcome %q, want %q", outcome, c.Want))
+	}
+	if err == nil {
+		aliveCtx, cancelAlive := context.WithTimeout(context.Background(), defaultDeadline)
+		if aerr := s.alive(aliveCtx, c.NewSession); aerr != nil {
+			fails = append(fails, aerr.Error())
+		}
+		cancelAlive()
+	}
+	peak, perr := s.peak()
+	r.PeakRSSMB = float64(peak) / (1 << 20)
+	if perr != nil {
+		fails = append(fails, "peak RSS: "+perr.Error())
+	} else if peak >= peakLimit {
+		fails = append(fails, fmt.Sprintf("peak RSS %d MB, want under %d MB", peak>>20, peakLimit>>20))
+	}
+	r.Pass = len(fails) == 0
+	if !r.Pass {
+		r.Note = strings.Join(fails, "; ")
+		t.Errorf("%s\nserver log:\n%s", r.Note, s.log())
+	}
+}
+
+// report formats the rows as a table.
+func report(rows []row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-62s %-9s %-22s %10s %13s  %s\n", "case", "transport", "outcome", "wall ms", "peak RSS MB", "result")
+	for _, r := range rows {
+		res := "ok"
+		if !r.Pass {
+			res = "FAIL: " + r.Note
+		}
+		fmt.Fprintf(&b, "%-62s %-9s %-22s %10.1f %13.1f  %s\n", r.Case, r.Transport, r.Outcome, r.WallMS, r.PeakRSSMB, res)
+	}
+	return b.String()
+}
+
+// writeReport writes the table where -hostile.report or
+// $STEPWISE_HOSTILE_REPORT says, as JSON for a .json name.
+func writeReport(t *testing.T, rows []row) {
+	path := *reportFlag
+	if path == "" {
+		path = os.Getenv("STEPWISE_HOSTILE_REPORT")
+	}
+	if path == "" {
+		return
+	}
+	data := []byte(report(rows))
+	if strings.HasSuffix(path, ".json") {
+		var err error
+		if data, err = json.MarshalIndent(rows, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Errorf("report: %v", err)
+	}
+}
