@@ -45,6 +45,7 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 				return
 			}
 			rs.ahead = newAhead(rs.run)
+			rs.recovering = e.needsRecovery(rs)
 		}
 		rs.scope = scope
 		if rs.run.Status == store.StatusWaiting && !rs.state.Deadline.IsZero() && !e.now().Before(rs.state.Deadline) {
@@ -77,6 +78,9 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 			e.keep(rs) // for the Continue that answers its pause
 			return
 		case errors.Is(err, errInterrupted), ctx.Err() != nil:
+			if e.isStopping() {
+				e.markInterrupted(ctx, rs)
+			}
 			return
 		case (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed)) && attempt < 5:
 			continue // the run changed under us (cancel, continue; another continue won the pause): reload
@@ -131,6 +135,8 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	}
 	s := rs.wf.Steps[rs.state.Cursor]
 	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC(), attempt: 1, iteration: 1}
+	recovering := rs.recovering
+	rs.recovering = false
 	if dl := rs.state.Deadline; !dl.IsZero() && !e.now().Before(dl) {
 		if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
 			sx.visit, sx.started = w.Visit, w.Started
@@ -160,6 +166,16 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		}
 		if !ok {
 			return e.skip(ctx, rs, sx)
+		}
+	}
+	if recovering {
+		// Counted before the step runs again, in a commit of its own.
+		n, err := e.countRecovery(ctx, rs, sx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return e.stepFailedWith(ctx, rs, sx, crashedMessage(n), false, failure{code: CodeStepCrashed})
 		}
 	}
 	if !runsAhead(s) {
@@ -229,7 +245,7 @@ func (sx *stepExec) idempotencyKey(runID string) string {
 func (rs *runState) next(_ *stepExec, cursor int) State {
 	st := rs.state
 	st.Cursor = cursor
-	st.Wait = nil
+	st.Wait, st.Recovered = nil, nil
 	return st
 }
 
@@ -522,10 +538,12 @@ func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg
 	return e.stepFailedWith(ctx, rs, sx, msg, fatal, failure{})
 }
 
-// failure is what a failed action said beyond its message.
+// failure is what a failed action said beyond its message, or the
+// engine's code for why the step failed.
 type failure struct {
 	httpStatus   int
 	responseBody string
+	code         string
 }
 
 // failureOf reads an action's error.
@@ -539,8 +557,12 @@ func failureOf(err error) failure {
 
 // RunError is the error a failed run records: the message and, for a
 // step's failure, the step, its action and what an HTTP response said
-// (the body's start, secrets masked).
+// (the body's start, secrets masked) and, when the engine failed the step
+// for a reason of its own, its code.
 type RunError struct {
+	// Code is set when the engine failed the step for a reason of its
+	// own: STEP_CRASHED.
+	Code         string `json:"code,omitempty"`
 	Message      string `json:"message"`
 	StepID       string `json:"step_id,omitempty"`
 	Action       string `json:"action,omitempty"`
@@ -556,7 +578,7 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 	c := store.Commit{
 		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: attempt, StartedAt: sx.started, FinishedAt: now}},
 		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
-		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}, now)},
+		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, failedData(sx.visit, msg, attempt, f.code), now)},
 	}
 	if sx.wait == nil {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
@@ -569,7 +591,7 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 		rs.record(sx.s.ID, r)
 		return nil
 	}
-	runErr, _ := json.Marshal(RunError{Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
+	runErr, _ := json.Marshal(RunError{Code: f.code, Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
 		HTTPStatus: f.httpStatus, ResponseBody: rs.mask.Mask(f.responseBody)})
 	next := rs.next(sx, rs.state.Cursor)
 	if e.needsFinishing(rs) {
@@ -585,6 +607,15 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 	}
 	rs.record(sx.s.ID, r)
 	return nil
+}
+
+// failedData is the data of a step.failed event.
+func failedData(visit int, msg string, attempts int, code string) map[string]any {
+	d := map[string]any{"visit": visit, "error": msg, "attempts": attempts}
+	if code != "" {
+		d["code"] = code
+	}
+	return d
 }
 
 // succeed finishes the run: outputs are rendered and recorded.

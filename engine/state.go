@@ -43,6 +43,9 @@ type State struct {
 	// its sub-workflows may live there. Stored so that any process that
 	// resumes the run finds them.
 	Dir string `json:"dir,omitempty"`
+	// Recovered counts how often a process ended while the step at the
+	// cursor ran (recover.go); cleared when the step is done.
+	Recovered *Recovered `json:"recovered,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.
@@ -136,6 +139,10 @@ type runState struct {
 	// ahead is the pipeline of the driver that holds the run (nil outside
 	// a driver: every commit is waited for).
 	ahead *ahead
+	// recovering: the run was loaded as a previous process left it, in
+	// the middle of its cursor step; the driver's first advance counts
+	// the recovery before the step runs again (recover.go).
+	recovering bool
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// Recovery of a step whose process ended while it ran.
+//
+// A run still running when its process ends is driven again by the next
+// process (Recover, Resume): the step at its cursor runs again
+// (at-least-once). A step that itself ends the process (it exhausts the
+// memory, it kills the server) would end every next process too. So a
+// driver that picks up such a run counts: before the step runs again, one
+// commit records the recovery in the run's state (State.Recovered) with a
+// run.resumed event; once the same execution of the step was recovered
+// MaxRecoveries times with nothing recorded in between, the next recovery
+// fails the step with STEP_CRASHED instead of running it, along the usual
+// failure path (continue_on_error, compensations, on_failure).
+//
+// Steps that run normally pay nothing for it: a run needs counting only
+// when no commit touched it since this engine started (the store's
+// UpdatedAt) and its cursor step is not a wait that came due after that.
+// A shutdown that interrupts a run records so (Recovered.Interrupted), and
+// the next recovery does not count it: the step did not end the process.
+
+// defaultMaxRecoveries is Config.MaxRecoveries unless set.
+const defaultMaxRecoveries = 3
+
+// Recovered counts the recoveries of the execution of the step at the
+// cursor (one visit, attempt and repeat of it).
+type Recovered struct {
+	StepKey   string `json:"step_key"`
+	Visit     int    `json:"visit"`
+	Attempt   int    `json:"attempt"`
+	Iteration int    `json:"iteration"`
+	// Count is how often a process ended while this execution ran.
+	Count int `json:"count"`
+	// Seq is the run's last event once this was recorded: an event after
+	// it (a group's branch recorded, an attempt failed) means the
+	// execution got on, and counting starts again.
+	Seq int64 `json:"seq"`
+	// Interrupted: a shutdown stopped the driver; the next recovery does
+	// not count it.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// same reports whether r counts the execution x.
+func (r *Recovered) same(x Recovered) bool {
+	return r != nil && r.StepKey == x.StepKey && r.Visit == x.Visit && r.Attempt == x.Attempt && r.Iteration == x.Iteration
+}
+
+// needsRecovery reports whether a run just loaded from the store was left
+// running by a process that ended: it runs, at a step, and nothing was
+// committed for it since this engine started, and its step is not parked on
+// a wake-up that came due only after that.
+func (e *Engine) needsRecovery(rs *runState) bool {
+	if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
+		return false
+	}
+	if rs.state.Phase != "" || rs.state.Cursor >= len(rs.wf.Steps) || rs.state.Cursor < 0 {
+		return false
+	}
+	if !rs.run.UpdatedAt.Before(e.startedWall) {
+		return false // this process committed it: it knows what runs
+	}
+	if w := rs.state.Wait; w != nil && w.StepKey == rs.wf.Steps[rs.state.Cursor].ID && !w.Until.Before(e.startedAt) {
+		return false // parked until after the start: nobody ran it
+	}
+	return true
+}
+
+// execAtCursor is the execution of the step at the cursor that advance
+// starts (or continues after a wake-up): the identity recoveries count.
+func (rs *runState) execAtCursor() Recovered {
+	s := rs.wf.Steps[rs.state.Cursor]
+	x := Recovered{StepKey: s.ID, Visit: rs.visit(s.ID) + 1, Attempt: 1, Iteration: 1}
+	if w := rs.state.Wait; w != nil && w.StepKey == s.ID {
+		x.Visit, x.Attempt, x.Iteration = w.Visit, max(w.Attempt, 1), max(w.Iteration, 1)
+	}
+	return x
+}
+
+// countRecovery records, in one commit, that the execution sx runs again
+// after its process ended; it commits nothing and reports the number of
+// times the process ended when that is more than the engine allows (the
+// step then fails instead of running).
+func (e *Engine) countRecovery(ctx context.Context, rs *runState, sx *stepExec) (crashed int, err error) {
+	x := Recovered{StepKey: sx.key, Visit: sx.visit, Attempt: max(sx.attempt, 1), Iteration: max(sx.iteration, 1)}
+	x.Count = 1
+	if prev := rs.state.Recovered; prev.same(x) && prev.Seq == rs.run.EventSeq {
+		x.Count = prev.Count + 1
+		if prev.Interrupted {
+			x.Count = prev.Count
+		}
+	}
+	if x.Count > e.maxRecoveries {
+		return x.Count, nil
+	}
+	// The store numbers a run's events without gaps: the one event of
+	// this commit is the next number.
+	x.Seq = rs.run.EventSeq + 1
+	next := rs.state
+	next.Recovered = &x
+	now := e.now().UTC()
+	ev := e.event(rs, EventRunResumed, sx.s.ID, map[string]any{"visit": sx.visit, "attempt": x.Attempt, "recoveries": x.Count}, now)
+	return 0, e.commit(ctx, rs, store.Commit{Events: []store.Event{ev}}, next)
+}
+
+// crashedMessage is the error of a step that failed with STEP_CRASHED.
+func crashedMessage(n int) string {
+	return fmt.Sprintf("the process ended %d times while this step ran; it is not run again", n)
+}
+
+// markInterrupted records that a shutdown stopped the driver of a run at
+// the step at its cursor, so that the next recovery does not count it as
+// a crash. It is best effort: a run that changed meanwhile is left alone.
+func (e *Engine) markInterrupted(ctx context.Context, rs *runState) {
+	if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
+		return
+	}
+	if rs.state.Phase != "" || rs.state.Cursor >= len(rs.wf.Steps) || rs.state.Cursor < 0 {
+		return
+	}
+	x := rs.execAtCursor()
+	if prev := rs.state.Recovered; prev.same(x) && prev.Seq == rs.run.EventSeq {
+		x.Count = prev.Count
+	}
+	x.Seq, x.Interrupted = rs.run.EventSeq, true
+	next := rs.state
+	next.Recovered = &x
+	if err := e.commit(context.WithoutCancel(ctx), rs, store.Commit{}, next); err != nil {
+		e.log.Debug("record the interruption", "run_id", rs.run.ID, "err", err)
+	}
+}
