@@ -245,7 +245,7 @@ func (sx *stepExec) idempotencyKey(runID string) string {
 func (rs *runState) next(_ *stepExec, cursor int) State {
 	st := rs.state
 	st.Cursor = cursor
-	st.Wait, st.Recovered = nil, nil
+	st.Wait, st.Recovered, st.Detached = nil, nil, false
 	return st
 }
 

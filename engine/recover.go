@@ -23,7 +23,8 @@ import (
 // Steps that run normally pay nothing for it: a run needs counting only
 // when no commit touched it since this engine started (the store's
 // UpdatedAt) and its cursor step is not a wait that came due after that.
-// A shutdown that interrupts a run records so (Recovered.Interrupted), and
+// A run recorded to be driven elsewhere (`run --detach`) is counted from
+// the second time a process picks it up. A shutdown that interrupts a run records so (Recovered.Interrupted), and
 // the next recovery does not count it: the step did not end the process.
 
 // defaultMaxRecoveries is Config.MaxRecoveries unless set.
@@ -90,7 +91,10 @@ func (rs *runState) execAtCursor() Recovered {
 func (e *Engine) countRecovery(ctx context.Context, rs *runState, sx *stepExec) (crashed int, err error) {
 	x := Recovered{StepKey: sx.key, Visit: sx.visit, Attempt: max(sx.attempt, 1), Iteration: max(sx.iteration, 1)}
 	x.Count = 1
-	if prev := rs.state.Recovered; prev.same(x) && prev.Seq == rs.run.EventSeq {
+	switch prev := rs.state.Recovered; {
+	case rs.state.Detached:
+		x.Count = 0 // recorded to be driven here: nothing ran before
+	case prev.same(x) && prev.Seq == rs.run.EventSeq:
 		x.Count = prev.Count + 1
 		if prev.Interrupted {
 			x.Count = prev.Count
@@ -103,7 +107,7 @@ func (e *Engine) countRecovery(ctx context.Context, rs *runState, sx *stepExec) 
 	// this commit is the next number.
 	x.Seq = rs.run.EventSeq + 1
 	next := rs.state
-	next.Recovered = &x
+	next.Recovered, next.Detached = &x, false
 	now := e.now().UTC()
 	ev := e.event(rs, EventRunResumed, sx.s.ID, map[string]any{"visit": sx.visit, "attempt": x.Attempt, "recoveries": x.Count}, now)
 	return 0, e.commit(ctx, rs, store.Commit{Events: []store.Event{ev}}, next)

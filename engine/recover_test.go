@@ -14,6 +14,7 @@ import (
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // process is one process of a crash loop: a store and an engine over the
@@ -422,5 +423,30 @@ steps:
 				t.Fatalf("run %s recorded a recovery: %s %s, state %s", id, ev.Type, ev.Data, run.State)
 			}
 		}
+	}
+}
+
+// A run recorded to be driven elsewhere (run --detach) that a process
+// picks up for the first time is no recovery: the step runs there, then
+// after each of MaxRecoveries recoveries.
+func TestDetachedRunFirstPickUpIsNoRecovery(t *testing.T) {
+	l := newCrashLoop(t, 2)
+	p := l.start()
+	// The first step crashes: what the first pick-up counts is it.
+	doc := strings.Replace(crashLoopFlow, "  - id: before\n    uses: count\n", "", 1)
+	res := workflow.Check([]byte(doc), workflow.Options{})
+	def, _ := workflow.Canonical(res.Source.Value)
+	id, err := p.eng.Start(context.Background(), StartRequest{Workflow: res.Workflow, Version: res.Version, Definition: def, Detached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if run := l.recoverUntil(id); run.Status == store.StatusFailed {
+			break
+		}
+	}
+	run, _, _ := l.read(id)
+	if run.Status != store.StatusFailed || l.crasher.calls.Load() != 3 || !strings.Contains(string(run.Error), crashedMessage(3)) {
+		t.Fatalf("run %s %s after %d calls, want failed (%s) after 3", run.Status, run.Error, l.crasher.calls.Load(), crashedMessage(3))
 	}
 }

@@ -46,6 +46,9 @@ type State struct {
 	// Recovered counts how often a process ended while the step at the
 	// cursor ran (recover.go); cleared when the step is done.
 	Recovered *Recovered `json:"recovered,omitempty"`
+	// Detached: the run was recorded to be driven elsewhere, and no
+	// driver picked it up yet; its first recovery is none (recover.go).
+	Detached bool `json:"detached,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.
