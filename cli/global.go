@@ -28,6 +28,8 @@ type globals struct {
 	durability string
 	tokenTTL   time.Duration
 	workspace  string
+	// maxRecoveries: see service.Options.MaxRecoveries.
+	maxRecoveries int
 }
 
 func (g *globals) register(cmd *cobra.Command) {
@@ -35,6 +37,7 @@ func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
 	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
 	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", "the directory shell and file actions work in (default HOME/workspace)")
+	cmd.PersistentFlags().IntVar(&g.maxRecoveries, "max-recoveries", 3, "how often a step runs again after the process ended while it ran; the next time it fails (STEP_CRASHED)")
 }
 
 func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Service, error) {
@@ -64,7 +67,11 @@ func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.
 	if g.tokenTTL <= 0 {
 		return nil, usageErr("--token-ttl must be positive")
 	}
+	if g.maxRecoveries < 1 {
+		return nil, usageErr("--max-recoveries must be at least 1")
+	}
 	opts.Home, opts.Durability, opts.TokenTTL, opts.Workspace = g.home, g.durability, g.tokenTTL, g.workspace
+	opts.MaxRecoveries = g.maxRecoveries
 	svc, err := service.Open(ctx, opts)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, msg: err.Error()}

@@ -168,7 +168,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 			return e.skip(ctx, rs, sx)
 		}
 	}
-	if recovering {
+	if recovering && e.mayEndTheProcess(s) {
 		// Counted before the step runs again, in a commit of its own.
 		n, err := e.countRecovery(ctx, rs, sx)
 		if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // Recovery of a step whose process ended while it ran.
@@ -13,19 +15,21 @@ import (
 // process (Recover, Resume): the step at its cursor runs again
 // (at-least-once). A step that itself ends the process (it exhausts the
 // memory, it kills the server) would end every next process too. So a
-// driver that picks up such a run counts: before the step runs again, one
-// commit records the recovery in the run's state (State.Recovered) with a
-// run.resumed event; once the same execution of the step was recovered
-// MaxRecoveries times with nothing recorded in between, the next recovery
-// fails the step with STEP_CRASHED instead of running it, along the usual
-// failure path (continue_on_error, compensations, on_failure).
+// driver that picks up such a run counts: before a step that may end the
+// process (mayEndTheProcess: not a pure one) runs again, one commit records
+// the recovery in the run's state (State.Recovered) with a run.resumed
+// event; once the same execution of the step was recovered MaxRecoveries
+// times with nothing recorded in between, the next recovery fails the step
+// with STEP_CRASHED instead of running it, along the usual failure path
+// (continue_on_error, compensations, on_failure).
 //
 // Steps that run normally pay nothing for it: a run needs counting only
 // when no commit touched it since this engine started (the store's
 // UpdatedAt) and its cursor step is not a wait that came due after that.
 // A run recorded to be driven elsewhere (`run --detach`) is counted from
-// the second time a process picks it up. A shutdown that interrupts a run records so (Recovered.Interrupted), and
-// the next recovery does not count it: the step did not end the process.
+// the second time a process picks it up. A shutdown that interrupts a run
+// records so (Recovered.Interrupted), and the next recovery does not count
+// it: the step did not end the process.
 
 // defaultMaxRecoveries is Config.MaxRecoveries unless set.
 const defaultMaxRecoveries = 3
@@ -69,6 +73,22 @@ func (e *Engine) needsRecovery(rs *runState) bool {
 	}
 	if w := rs.state.Wait; w != nil && w.StepKey == rs.wf.Steps[rs.state.Cursor].ID && !w.Until.Before(e.startedAt) {
 		return false // parked until after the start: nobody ran it
+	}
+	return true
+}
+
+// mayEndTheProcess reports whether a step's execution is counted when its
+// process ended: it has an effect, or steps inside that may have one.
+// Pure steps (a switch, a fail step, a sleep that only sets its wake-up, a
+// pure action such as noop or transform) run in bounded time and memory;
+// a process that ended during one did not end because of it.
+func (e *Engine) mayEndTheProcess(s *workflow.Step) bool {
+	switch s.Kind() {
+	case workflow.KindSwitch, workflow.KindFail, workflow.KindSleep:
+		return false
+	case workflow.KindUses:
+		act, ok := e.actions.Get(s.Uses)
+		return ok && !action.IsPure(act)
 	}
 	return true
 }
