@@ -94,6 +94,7 @@ func (l *crashLoop) start() *process {
 		l.t.Fatal(err)
 	}
 	eng.actions.Register(l.crasher)
+	eng.actions.Register(pureCrasher{l.crasher})
 	eng.actions.Register(&counter{})
 	p := &process{eng: eng, db: db, store: cs}
 	l.mu.Lock()
@@ -152,6 +153,13 @@ func (c *crasher) Run(ctx context.Context, call action.Call) (any, error) {
 	// What it returns is never recorded: the process is gone.
 	return nil, errors.New("out of memory")
 }
+
+// pureCrasher is the crasher as a pure action: as if a process ended
+// while a noop ran.
+type pureCrasher struct{ *crasher }
+
+func (pureCrasher) Name() string { return "pure-crash" }
+func (pureCrasher) Pure() bool   { return true }
 
 // recoverUntil recovers the database in a new process and waits until the
 // process crashed or the run stopped running; then the process is closed.
@@ -448,5 +456,37 @@ func TestDetachedRunFirstPickUpIsNoRecovery(t *testing.T) {
 	run, _, _ := l.read(id)
 	if run.Status != store.StatusFailed || l.crasher.calls.Load() != 3 || !strings.Contains(string(run.Error), crashedMessage(3)) {
 		t.Fatalf("run %s %s after %d calls, want failed (%s) after 3", run.Status, run.Error, l.crasher.calls.Load(), crashedMessage(3))
+	}
+}
+
+// A process that ends while a pure step runs (a noop, a transform) did not
+// end because of it: such steps are never counted, however often it
+// happens, and their recovery writes nothing.
+func TestPureStepsAreNotCounted(t *testing.T) {
+	l := newCrashLoop(t, 1)
+	l.crasher.plan = map[int64]string{5: "ok"}
+	p := l.start()
+	id := l.startRun(p, `version: 1
+name: pure-crash
+steps:
+  - id: calc
+    uses: pure-crash
+  - id: after
+    uses: count
+`)
+	waitFor(t, func() bool { return p.store.crashed.Load() })
+	for range 6 {
+		if run := l.recoverUntil(id); run.Status != store.StatusRunning {
+			break
+		}
+	}
+	run, _, events := l.read(id)
+	if run.Status != store.StatusSucceeded || l.crasher.calls.Load() != 5 {
+		t.Fatalf("run %s %s after %d calls, want succeeded after 5", run.Status, run.Error, l.crasher.calls.Load())
+	}
+	for _, ev := range events {
+		if ev.Type == EventRunResumed {
+			t.Fatalf("a pure step's recovery was counted: %s", ev.Data)
+		}
 	}
 }
