@@ -175,6 +175,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 			return err
 		}
 		if n > 0 {
+			e.log.Warn("a step the process ended in too often fails", "run_id", rs.run.ID, "step_id", s.ID, "process_ends", n)
 			return e.stepFailedWith(ctx, rs, sx, crashedMessage(n), false, failure{code: CodeStepCrashed})
 		}
 	}
