@@ -118,11 +118,16 @@ func (e *Engine) advanceAll(ctx context.Context, rs *runState) (err error) {
 // advance executes the step at the cursor (or finishes the run) and
 // commits the outcome.
 func (e *Engine) advance(ctx context.Context, rs *runState) error {
+	// Whatever runs first after a recovery is what was in flight.
+	recovering := rs.recovering
+	rs.recovering = false
 	switch rs.state.Phase {
 	case phaseOnSuccess, phaseCompensate, phaseOnFailure:
 		if err := e.settle(ctx, rs); err != nil {
 			return err
 		}
+		rs.recoveringOp = recovering
+		defer func() { rs.recoveringOp = false }()
 		return e.finishing(ctx, rs)
 	}
 	if rs.state.Cursor >= len(rs.wf.Steps) {
@@ -135,8 +140,6 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	}
 	s := rs.wf.Steps[rs.state.Cursor]
 	sx := &stepExec{s: s, key: s.ID, visit: rs.visit(s.ID) + 1, started: e.now().UTC(), attempt: 1, iteration: 1}
-	recovering := rs.recovering
-	rs.recovering = false
 	if dl := rs.state.Deadline; !dl.IsZero() && !e.now().Before(dl) {
 		if w := rs.state.Wait; w != nil && w.StepKey == sx.key {
 			sx.visit, sx.started = w.Visit, w.Started

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"stepwise.dev/stepwise/action"
@@ -35,7 +36,8 @@ import (
 const defaultMaxRecoveries = 3
 
 // Recovered counts the recoveries of the execution of the step at the
-// cursor (one visit, attempt and repeat of it).
+// cursor (one visit, attempt and repeat of it), or of the hook or
+// compensation that runs while the run finishes.
 type Recovered struct {
 	StepKey   string `json:"step_key"`
 	Visit     int    `json:"visit"`
@@ -65,11 +67,18 @@ func (e *Engine) needsRecovery(rs *runState) bool {
 	if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
 		return false
 	}
-	if rs.state.Phase != "" || rs.state.Cursor >= len(rs.wf.Steps) || rs.state.Cursor < 0 {
-		return false
-	}
 	if !rs.run.UpdatedAt.Before(e.startedWall) {
 		return false // this process committed it: it knows what runs
+	}
+	switch rs.state.Phase {
+	case phaseOnSuccess, phaseCompensate, phaseOnFailure:
+		return true // a hook or compensation may have been running
+	case "":
+	default:
+		return false
+	}
+	if rs.state.Cursor >= len(rs.wf.Steps) || rs.state.Cursor < 0 {
+		return false
 	}
 	if w := rs.state.Wait; w != nil && w.StepKey == rs.wf.Steps[rs.state.Cursor].ID && !w.Until.Before(e.startedAt) {
 		return false // parked until after the start: nobody ran it
@@ -93,17 +102,6 @@ func (e *Engine) mayEndTheProcess(s *workflow.Step) bool {
 	return true
 }
 
-// execAtCursor is the execution of the step at the cursor that advance
-// starts (or continues after a wake-up): the identity recoveries count.
-func (rs *runState) execAtCursor() Recovered {
-	s := rs.wf.Steps[rs.state.Cursor]
-	x := Recovered{StepKey: s.ID, Visit: rs.visit(s.ID) + 1, Attempt: 1, Iteration: 1}
-	if w := rs.state.Wait; w != nil && w.StepKey == s.ID {
-		x.Visit, x.Attempt, x.Iteration = w.Visit, max(w.Attempt, 1), max(w.Iteration, 1)
-	}
-	return x
-}
-
 // countRecovery records, in one commit, that the execution sx runs again
 // after its process ended; it commits nothing and reports the number of
 // times the process ended when that is more than the engine allows (the
@@ -111,14 +109,18 @@ func (rs *runState) execAtCursor() Recovered {
 func (e *Engine) countRecovery(ctx context.Context, rs *runState, sx *stepExec) (crashed int, err error) {
 	x := Recovered{StepKey: sx.key, Visit: sx.visit, Attempt: max(sx.attempt, 1), Iteration: max(sx.iteration, 1)}
 	x.Count = 1
+	// Since an event of the run's last recorded Seq, nothing of the run
+	// was recorded: what runs now is what ran then.
 	switch prev := rs.state.Recovered; {
 	case rs.state.Detached:
 		x.Count = 0 // recorded to be driven here: nothing ran before
-	case prev.same(x) && prev.Seq == rs.run.EventSeq:
-		x.Count = prev.Count + 1
-		if prev.Interrupted {
+	case prev != nil && prev.Seq == rs.run.EventSeq && prev.Interrupted:
+		x.Count = 0 // a shutdown stopped it, not a crash
+		if prev.same(x) {
 			x.Count = prev.Count
 		}
+	case prev.same(x) && prev.Seq == rs.run.EventSeq:
+		x.Count = prev.Count + 1
 	}
 	if x.Count > e.maxRecoveries {
 		return x.Count, nil
@@ -138,21 +140,35 @@ func crashedMessage(n int) string {
 	return fmt.Sprintf("the process ended %d times while this step ran; it is not run again", n)
 }
 
-// markInterrupted records that a shutdown stopped the driver of a run at
-// the step at its cursor, so that the next recovery does not count it as
-// a crash. It is best effort: a run that changed meanwhile is left alone.
+// crashedError is the failure of a hook or compensation that was not run
+// again: the process ended n times while it ran.
+type crashedError struct{ n int }
+
+func (e *crashedError) Error() string { return crashedMessage(e.n) }
+
+// withCode adds to the data of a failure event (or a run's error) the code
+// STEP_CRASHED when err is a crashedError.
+func withCode(data map[string]any, err error) map[string]any {
+	var ce *crashedError
+	if errors.As(err, &ce) {
+		data["code"] = CodeStepCrashed
+	}
+	return data
+}
+
+// markInterrupted records that a shutdown stopped the driver of a run, so
+// that the next recovery does not count what was running as a crash: the
+// count so far is kept, when nothing was recorded since. It is best
+// effort: a run that changed meanwhile is left alone.
 func (e *Engine) markInterrupted(ctx context.Context, rs *runState) {
 	if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
 		return
 	}
-	if rs.state.Phase != "" || rs.state.Cursor >= len(rs.wf.Steps) || rs.state.Cursor < 0 {
-		return
+	x := Recovered{Seq: rs.run.EventSeq, Interrupted: true}
+	if prev := rs.state.Recovered; prev != nil && prev.Seq == rs.run.EventSeq {
+		x = *prev
+		x.Interrupted = true
 	}
-	x := rs.execAtCursor()
-	if prev := rs.state.Recovered; prev.same(x) && prev.Seq == rs.run.EventSeq {
-		x.Count = prev.Count
-	}
-	x.Seq, x.Interrupted = rs.run.EventSeq, true
 	next := rs.state
 	next.Recovered = &x
 	if err := e.commit(context.WithoutCancel(ctx), rs, store.Commit{}, next); err != nil {

@@ -490,3 +490,61 @@ steps:
 		}
 	}
 }
+
+// Hooks and compensations that end their process are counted like steps:
+// after MaxRecoveries recoveries the next one fails the operation with
+// STEP_CRASHED instead of running it, and the run finishes.
+func TestCrashLoopInFinishingPhases(t *testing.T) {
+	for _, tc := range []struct{ name, doc, row, event string }{
+		{"compensation", `version: 1
+name: crash-compensation
+steps:
+  - id: create
+    uses: count
+    compensate: {uses: crash}
+  - id: stop
+    fail: no
+`, "compensate:create", EventCompensationFail},
+		{"on_failure", `version: 1
+name: crash-hook
+steps:
+  - id: stop
+    fail: no
+on_failure:
+  - uses: crash
+  - uses: count
+`, "on_failure:0", EventHookFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newCrashLoop(t, 1)
+			p := l.start()
+			id := l.startRun(p, tc.doc)
+			waitFor(t, func() bool { return p.store.crashed.Load() })
+			for range 6 {
+				if run := l.recoverUntil(id); run.Status != store.StatusRunning {
+					break
+				}
+			}
+			run, steps, events := l.read(id)
+			if run.Status != store.StatusFailed || l.crasher.calls.Load() != 2 {
+				t.Fatalf("run %s %s after %d calls, want failed after 2", run.Status, run.Error, l.crasher.calls.Load())
+			}
+			var row *store.Step
+			for i := range steps {
+				if steps[i].Key == tc.row {
+					row = &steps[i]
+				}
+			}
+			if row == nil || row.Status != "failed" || row.Error != crashedMessage(2) {
+				t.Fatalf("row %s: %+v", tc.row, row)
+			}
+			found := false
+			for _, ev := range events {
+				found = found || (ev.Type == tc.event && strings.Contains(string(ev.Data), `"code":"STEP_CRASHED"`))
+			}
+			if !found {
+				t.Fatalf("no %s event with the code STEP_CRASHED", tc.event)
+			}
+		})
+	}
+}

@@ -143,9 +143,13 @@ type runState struct {
 	// a driver: every commit is waited for).
 	ahead *ahead
 	// recovering: the run was loaded as a previous process left it, in
-	// the middle of its cursor step; the driver's first advance counts
-	// the recovery before the step runs again (recover.go).
+	// the middle of its cursor step (or of a hook or compensation); the
+	// driver's first advance counts the recovery before the step runs
+	// again (recover.go).
 	recovering bool
+	// recoveringOp: the same for the finishing phases, for the hook or
+	// compensation that runs first.
+	recoveringOp bool
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
