@@ -60,9 +60,10 @@ func (r *Recovered) same(x Recovered) bool {
 }
 
 // needsRecovery reports whether a run just loaded from the store was left
-// running by a process that ended: it runs, at a step, and nothing was
-// committed for it since this engine started, and its step is not parked on
-// a wake-up that came due only after that.
+// running by a process that ended: it runs (a step, or a hook or
+// compensation while it finishes), nothing was committed for it since this
+// engine started, and its step is not parked on a wake-up that came due
+// only after that.
 func (e *Engine) needsRecovery(rs *runState) bool {
 	if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
 		return false
@@ -103,14 +104,14 @@ func (e *Engine) mayEndTheProcess(s *workflow.Step) bool {
 }
 
 // countRecovery records, in one commit, that the execution sx runs again
-// after its process ended; it commits nothing and reports the number of
-// times the process ended when that is more than the engine allows (the
-// step then fails instead of running).
+// after its process ended. When the process ended more often than the
+// engine allows, it commits nothing and returns how often: the step then
+// fails instead of running.
 func (e *Engine) countRecovery(ctx context.Context, rs *runState, sx *stepExec) (crashed int, err error) {
 	x := Recovered{StepKey: sx.key, Visit: sx.visit, Attempt: max(sx.attempt, 1), Iteration: max(sx.iteration, 1)}
 	x.Count = 1
-	// Since an event of the run's last recorded Seq, nothing of the run
-	// was recorded: what runs now is what ran then.
+	// A marker whose Seq is still the run's last event was recorded when
+	// nothing of the run was recorded since: what runs now ran then.
 	switch prev := rs.state.Recovered; {
 	case rs.state.Detached:
 		x.Count = 0 // recorded to be driven here: nothing ran before
