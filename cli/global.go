@@ -30,6 +30,8 @@ type globals struct {
 	tokenTTL   time.Duration
 	workspace  string
 	exprMemory int // MiB; 0: the default
+	// maxRecoveries: see service.Options.MaxRecoveries.
+	maxRecoveries int
 }
 
 func (g *globals) register(cmd *cobra.Command) {
@@ -38,6 +40,7 @@ func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
 	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", "the directory shell and file actions work in (default HOME/workspace)")
 	cmd.PersistentFlags().IntVar(&g.exprMemory, "expr-memory", int(expr.DefaultMemoryLimit>>20), "the memory one expression evaluation may allocate, in MiB (EXPRESSION_BUDGET past it)")
+	cmd.PersistentFlags().IntVar(&g.maxRecoveries, "max-recoveries", 3, "how often a step runs again after the process ended while it ran; the next time it fails (STEP_CRASHED)")
 }
 
 func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Service, error) {
@@ -71,7 +74,11 @@ func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.
 		return nil, usageErr("--expr-memory must be positive")
 	}
 	expr.SetMemoryLimit(int64(g.exprMemory) << 20)
+	if g.maxRecoveries < 1 {
+		return nil, usageErr("--max-recoveries must be at least 1")
+	}
 	opts.Home, opts.Durability, opts.TokenTTL, opts.Workspace = g.home, g.durability, g.tokenTTL, g.workspace
+	opts.MaxRecoveries = g.maxRecoveries
 	svc, err := service.Open(ctx, opts)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, msg: err.Error()}

@@ -210,3 +210,16 @@ func TestRunExprMemoryFlag(t *testing.T) {
 		t.Fatalf("--expr-memory 1: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// --max-recoveries below 1 is a usage error: a step could not even run
+// again after one crash.
+func TestMaxRecoveriesFlag(t *testing.T) {
+	home := t.TempDir()
+	code, _, errOut := runOut(t, home, "--max-recoveries", "0", "resume", "--all")
+	if code != ExitUsage || !strings.Contains(errOut, "--max-recoveries must be at least 1") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runOut(t, home, "--max-recoveries", "5", "resume", "--all"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

@@ -45,6 +45,7 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 				return
 			}
 			rs.ahead = newAhead(rs.run)
+			rs.recovering = e.needsRecovery(rs)
 		}
 		rs.scope = scope
 		if rs.run.Status == store.StatusWaiting && !rs.state.Deadline.IsZero() && !e.now().Before(rs.state.Deadline) {
@@ -77,6 +78,9 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 			e.keep(rs) // for the Continue that answers its pause
 			return
 		case errors.Is(err, errInterrupted), ctx.Err() != nil:
+			if e.isStopping() {
+				e.markInterrupted(ctx, rs)
+			}
 			return
 		case (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed)) && attempt < 5:
 			continue // the run changed under us (cancel, continue; another continue won the pause): reload
@@ -114,11 +118,16 @@ func (e *Engine) advanceAll(ctx context.Context, rs *runState) (err error) {
 // advance executes the step at the cursor (or finishes the run) and
 // commits the outcome.
 func (e *Engine) advance(ctx context.Context, rs *runState) error {
+	// Whatever runs first after a recovery is what was in flight.
+	recovering := rs.recovering
+	rs.recovering = false
 	switch rs.state.Phase {
 	case phaseOnSuccess, phaseCompensate, phaseOnFailure:
 		if err := e.settle(ctx, rs); err != nil {
 			return err
 		}
+		rs.recoveringOp = recovering
+		defer func() { rs.recoveringOp = false }()
 		return e.finishing(ctx, rs)
 	}
 	if rs.state.Cursor >= len(rs.wf.Steps) {
@@ -160,6 +169,17 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 		}
 		if !ok {
 			return e.skip(ctx, rs, sx)
+		}
+	}
+	if recovering && e.mayEndTheProcess(s) {
+		// Counted before the step runs again, in a commit of its own.
+		n, err := e.countRecovery(ctx, rs, sx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			e.log.Warn("a step the process ended in too often fails", "run_id", rs.run.ID, "step_id", s.ID, "process_ends", n)
+			return e.stepFailedWith(ctx, rs, sx, crashedMessage(n), false, failure{code: CodeStepCrashed})
 		}
 	}
 	if !runsAhead(s) {
@@ -231,7 +251,7 @@ func (sx *stepExec) idempotencyKey(runID string) string {
 func (rs *runState) next(_ *stepExec, cursor int) State {
 	st := rs.state
 	st.Cursor = cursor
-	st.Wait = nil
+	st.Wait, st.Recovered, st.Detached = nil, nil, false
 	return st
 }
 
@@ -524,7 +544,8 @@ func (e *Engine) stepFailed(ctx context.Context, rs *runState, sx *stepExec, msg
 	return e.stepFailedWith(ctx, rs, sx, msg, fatal, failure{})
 }
 
-// failure is what a failed action said beyond its message.
+// failure is what a failed action said beyond its message, or the
+// engine's code for why the step failed.
 type failure struct {
 	httpStatus   int
 	responseBody string
@@ -541,12 +562,13 @@ func failureOf(err error) failure {
 }
 
 // RunError is the error a failed run records: the message and, for a
-// step's failure, the step, its action, the action's error code when it
-// gave one (NETWORK_NOT_ALLOWED…) and what an HTTP response said (the
-// body's start, secrets masked).
+// step's failure, the step, its action, a code classifying the failure
+// when there is one (the action's refusal: NETWORK_NOT_ALLOWED…; the
+// engine's own: EXPRESSION_BUDGET, STEP_CRASHED) and what an HTTP response
+// said (the body's start, secrets masked).
 type RunError struct {
 	// Code classifies the failure where one applies (EXPRESSION_BUDGET,
-	// NETWORK_NOT_ALLOWED…).
+	// NETWORK_NOT_ALLOWED, STEP_CRASHED…).
 	Code         string `json:"code,omitempty"`
 	Message      string `json:"message"`
 	StepID       string `json:"step_id,omitempty"`
@@ -560,10 +582,14 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 	now := e.now().UTC()
 	msg = rs.mask.Mask(msg)
 	attempt := max(sx.attempt, 1)
+	code := sx.code // the engine's own reason, else the action's
+	if code == "" {
+		code = f.code
+	}
 	c := store.Commit{
 		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: attempt, StartedAt: sx.started, FinishedAt: now}},
 		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
-		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, withCode(sx.code, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}), now)},
+		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, failedData(sx.visit, msg, attempt, code), now)},
 	}
 	if sx.wait == nil {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
@@ -575,10 +601,6 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 		}
 		rs.record(sx.s.ID, r)
 		return nil
-	}
-	code := sx.code
-	if code == "" {
-		code = f.code
 	}
 	runErr, _ := json.Marshal(RunError{Code: code, Message: msg, StepID: sx.s.ID, Action: sx.s.Uses,
 		HTTPStatus: f.httpStatus, ResponseBody: rs.mask.Mask(f.responseBody)})
@@ -596,6 +618,15 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 	}
 	rs.record(sx.s.ID, r)
 	return nil
+}
+
+// failedData is the data of a step.failed event.
+func failedData(visit int, msg string, attempts int, code string) map[string]any {
+	d := map[string]any{"visit": visit, "error": msg, "attempts": attempts}
+	if code != "" {
+		d["code"] = code
+	}
+	return d
 }
 
 // succeed finishes the run: outputs are rendered and recorded.

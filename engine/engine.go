@@ -52,6 +52,11 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Now returns the time (default time.Now).
 	Now func() time.Time
+	// MaxRecoveries is how often a step is run again after the process
+	// ended while it ran (default 3): when a process ends while the step
+	// runs once more, the next recovery fails the step with STEP_CRASHED
+	// instead of running it (recover.go).
+	MaxRecoveries int
 	// Workflows finds the workflows that `workflow:` steps call, by name;
 	// dir is the directory of the calling workflow's file, when it was run
 	// from a file. Without it, sub-workflow steps fail.
@@ -83,6 +88,12 @@ type Engine struct {
 	grace     time.Duration
 	bus       *bus
 	workflows func(ctx context.Context, name, dir string) (*WorkflowDef, error)
+	// maxRecoveries: see Config.MaxRecoveries.
+	maxRecoveries int
+	// startedWall is when this engine started by the wall clock (that of
+	// the store's UpdatedAt); startedAt by e.now. A run still running that
+	// no commit touched since is one a previous process was driving.
+	startedWall, startedAt time.Time
 
 	defs    *lru[*workflow.Workflow] // parsed definitions by version (lru.go)
 	schemas *lru[*schema.Schema]     // compiled output schemas by version and step
@@ -158,6 +169,13 @@ func New(cfg Config) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	// The wall clock alone (no monotonic reading): compared with the
+	// times the store writes.
+	e.startedWall, e.startedAt = time.Now().Round(0), e.now()
+	e.maxRecoveries = cfg.MaxRecoveries
+	if e.maxRecoveries <= 0 {
+		e.maxRecoveries = defaultMaxRecoveries
+	}
 	if e.grace <= 0 {
 		e.grace = 5 * time.Second
 	}
@@ -191,7 +209,8 @@ func (e *Engine) SubscribeBuffered(runID string, n int) (<-chan Event, func()) {
 }
 
 // Recover resumes every run that was running when the process stopped:
-// their in-flight step runs again.
+// their in-flight step runs again, unless the process ended while it ran
+// more than MaxRecoveries times (recover.go).
 func (e *Engine) Recover(ctx context.Context) (int, error) {
 	ids, err := e.store.RunIDsByStatus(ctx, store.StatusRunning, store.StatusPending)
 	if err != nil {

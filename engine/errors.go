@@ -29,6 +29,11 @@ const (
 	// CodePauseTimedOut: the pause a token names ended with its step's
 	// timeout; the step failed and the token continues nothing.
 	CodePauseTimedOut = "PAUSE_TIMED_OUT"
+	// CodeStepCrashed: a run's step failed because the process ended
+	// while it ran more often than the engine runs a step again
+	// (Config.MaxRecoveries). It is the code of the run's error, not an
+	// error a call returns.
+	CodeStepCrashed = "STEP_CRASHED"
 )
 
 // Categories group error codes (validation | not_found | conflict |

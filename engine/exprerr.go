@@ -17,8 +17,12 @@ const CodeExpressionBudget = "EXPRESSION_BUDGET"
 // with the failure, or "" when it has none.
 func failureCode(err error) string {
 	var be *expr.BudgetError
-	if errors.As(err, &be) {
+	var ce *crashedError
+	switch {
+	case errors.As(err, &be):
 		return CodeExpressionBudget
+	case errors.As(err, &ce):
+		return CodeStepCrashed
 	}
 	return ""
 }

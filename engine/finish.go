@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
@@ -196,13 +197,39 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, sx *stepExec, op work
 	return nil, attempts, lastErr
 }
 
+// invokeOp invokes a compensation or hook, unless it is the one a
+// recovery found in flight and the process ended while it ran more often
+// than the engine allows: then it fails without running (recover.go). An
+// error other than errInterrupted is the operation's failure; abort is an
+// error that stops the driver instead (counting failed to commit).
+func (e *Engine) invokeOp(ctx context.Context, rs *runState, sx *stepExec, op workflow.Action) (out any, attempts int, err, abort error) {
+	if rs.recoveringOp {
+		rs.recoveringOp = false
+		if act, ok := e.actions.Get(op.Uses); ok && !action.IsPure(act) {
+			n, err := e.countRecovery(ctx, rs, sx)
+			if err != nil {
+				return nil, 1, nil, err
+			}
+			if n > 0 {
+				e.log.Warn("a hook or compensation the process ended in too often fails", "run_id", rs.run.ID, "step_id", sx.s.ID, "process_ends", n)
+				return nil, 1, &crashedError{n: n}, nil
+			}
+		}
+	}
+	out, attempts, err = e.invoke(ctx, rs, sx, op, nil)
+	return out, attempts, err, nil
+}
+
 // runCompensation runs one compensation; a failing compensation is
 // recorded and the others still run.
 func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, comp *workflow.Action, key string) error {
 	started := e.now().UTC()
 	id := compensationID(d.stepID)
 	sx := &stepExec{s: &workflow.Step{ID: id}, key: key, visit: d.visit, started: started, attempt: 1}
-	out, attempts, err := e.invoke(ctx, rs, sx, *comp, nil)
+	out, attempts, err, abort := e.invokeOp(ctx, rs, sx, *comp)
+	if abort != nil {
+		return abort
+	}
 	if err == errInterrupted {
 		return errInterrupted
 	}
@@ -211,7 +238,7 @@ func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, 
 	ev := e.event(rs, EventCompensated, d.stepID, map[string]any{"visit": d.visit}, now)
 	if err != nil {
 		row.Status, row.Error = "failed", rs.mask.Mask(err.Error())
-		ev = e.event(rs, EventCompensationFail, d.stepID, map[string]any{"visit": d.visit, "error": row.Error}, now)
+		ev = e.event(rs, EventCompensationFail, d.stepID, withCode(failureCode(err), map[string]any{"visit": d.visit, "error": row.Error}), now)
 	} else if out != nil {
 		row.Output, _ = maskedJSON(rs.mask, out)
 	}
@@ -232,7 +259,10 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 		}
 	}
 	sx := &stepExec{s: &workflow.Step{ID: id}, key: id, visit: 1, started: started, attempt: 1}
-	out, attempts, err := e.invoke(ctx, rs, sx, workflow.Action{Uses: h.Uses, With: h.With, Timeout: h.Timeout, Retry: h.Retry}, nil)
+	out, attempts, err, abort := e.invokeOp(ctx, rs, sx, workflow.Action{Uses: h.Uses, With: h.With, Timeout: h.Timeout, Retry: h.Retry})
+	if abort != nil {
+		return abort
+	}
 	if err == errInterrupted {
 		return errInterrupted
 	}
@@ -247,10 +277,10 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 	}
 	msg := rs.mask.Mask(err.Error())
 	row.Status, row.Error = "failed", msg
-	c := store.Commit{Steps: []store.Step{row}, Events: []store.Event{e.event(rs, EventHookFailed, id, map[string]any{"error": msg}, now)}}
+	c := store.Commit{Steps: []store.Step{row}, Events: []store.Event{e.event(rs, EventHookFailed, id, withCode(failureCode(err), map[string]any{"error": msg}), now)}}
 	next := rs.state
 	if onSuccess && !h.ContinueOnError {
-		runErr, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("on_success hook %s failed: %s", id, msg)})
+		runErr, _ := json.Marshal(withCode(failureCode(err), map[string]any{"message": fmt.Sprintf("on_success hook %s failed: %s", id, msg)}))
 		next.Phase, next.Final = phaseCompensate, &Final{Status: store.StatusFailed, Error: runErr}
 		c.Events = append(c.Events, e.event(rs, EventRunCompensating, "", map[string]any{"error": msg}, now))
 	}

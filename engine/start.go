@@ -72,7 +72,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		runID = id.String()
 	}
 	now := e.now().UTC()
-	st := State{StartedAt: now, Depth: req.Depth, Dir: req.Dir}
+	st := State{StartedAt: now, Depth: req.Depth, Dir: req.Dir, Detached: req.Detached}
 	if wf.Timeout != "" {
 		if d, err := workflow.ParseDuration(wf.Timeout); err == nil {
 			st.Deadline = now.Add(d)

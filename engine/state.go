@@ -43,6 +43,12 @@ type State struct {
 	// its sub-workflows may live there. Stored so that any process that
 	// resumes the run finds them.
 	Dir string `json:"dir,omitempty"`
+	// Recovered counts how often a process ended while the step at the
+	// cursor ran (recover.go); cleared when the step is done.
+	Recovered *Recovered `json:"recovered,omitempty"`
+	// Detached: the run was recorded to be driven elsewhere, and no
+	// driver picked it up yet; its first recovery is none (recover.go).
+	Detached bool `json:"detached,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.
@@ -136,6 +142,14 @@ type runState struct {
 	// ahead is the pipeline of the driver that holds the run (nil outside
 	// a driver: every commit is waited for).
 	ahead *ahead
+	// recovering: the run was loaded as a previous process left it, in
+	// the middle of its cursor step (or of a hook or compensation); the
+	// driver's first advance counts the recovery before the step runs
+	// again (recover.go).
+	recovering bool
+	// recoveringOp: the same for the finishing phases, for the hook or
+	// compensation that runs first.
+	recoveringOp bool
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }

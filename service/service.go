@@ -43,6 +43,10 @@ type Options struct {
 	// ShutdownGrace is how long Close lets in-flight steps finish before
 	// interrupting them (default 5s).
 	ShutdownGrace time.Duration
+	// MaxRecoveries is how often a step runs again after the process
+	// ended while it ran, before it fails with STEP_CRASHED (default 3;
+	// see engine.Config.MaxRecoveries).
+	MaxRecoveries int
 	// Now is the engine's clock (default time.Now; tests move it). The
 	// retention policy measures ages with it too.
 	Now func() time.Time
@@ -183,7 +187,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		svc.log = slog.New(slog.DiscardHandler)
 	}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
-		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace,
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries,
 		Workflows: svc.subWorkflow, Now: opts.Now})
 	if err != nil {
 		st.Close()

@@ -76,8 +76,12 @@ type Run struct {
 	// Rev increases with every commit; Commit checks it.
 	Rev int64
 	// EventSeq is the sequence number of the run's last event.
-	EventSeq   int64
-	CreatedAt  time.Time
+	EventSeq  int64
+	CreatedAt time.Time
+	// UpdatedAt is when the run was last written (created or committed),
+	// by the store's clock, no earlier than the write began: a run left
+	// running with an UpdatedAt before a process started was being driven
+	// by an earlier one (the engine's recovery counts on it).
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero while not finished
 }

@@ -405,13 +405,15 @@ func (c *crash) resumeAll(killAfter time.Duration) procResult {
 	return resumeAllProc(c.t, c.bin, c.home, c.durability, killAfter, procTimeout, func() string { return c.summary(c.check(false)) })
 }
 
-// resumeAllProc starts `resume --all` in home and kills it with SIGKILL
-// after killAfter. With killAfter 0 it must finish within limit; when it
-// hangs, the test fails with its goroutines and state(), a description
-// of the database. A process that exits by itself must exit 0.
-func resumeAllProc(t *testing.T, bin, home, durability string, killAfter, limit time.Duration, state func() string) procResult {
+// resumeAllProc starts `resume --all` in home, with the global flags
+// extra, and kills it with SIGKILL after killAfter. With killAfter 0 it
+// must finish within limit; when it hangs, the test fails with its
+// goroutines and state(), a description of the database. A process that
+// exits by itself must exit 0.
+func resumeAllProc(t *testing.T, bin, home, durability string, killAfter, limit time.Duration, state func() string, extra ...string) procResult {
 	t.Helper()
-	cmd := exec.Command(bin, "--home", home, "--durability", durability, "resume", "--all")
+	args := append([]string{"--home", home, "--durability", durability}, extra...)
+	cmd := exec.Command(bin, append(args, "resume", "--all")...)
 	cmd.Env = childEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -1821,7 +1823,14 @@ func (f *flowCrash) run(runs int) {
 		if kills < flowMaxKills {
 			killAfter = lo + time.Duration(f.rng.Int64N(int64(hi-lo)+1))
 		}
-		res := resumeAllProc(t, f.bin, f.home, f.durability, killAfter, flowHang, func() string { return f.summary(f.check(false)) })
+		// The test's kills, dozens in a row within milliseconds of each
+		// start, catch a step with an effect (a parallel group, a retried
+		// call) in flight more often than a step that crashes its process
+		// would be let run (--max-recoveries, 3): this test is about what
+		// is recorded, TestCrashLoopEndsWithStepCrashed about that limit.
+		// (The straight-line workflow above has pure steps only, which a
+		// crash never counts against.)
+		res := resumeAllProc(t, f.bin, f.home, f.durability, killAfter, flowHang, func() string { return f.summary(f.check(false)) }, "--max-recoveries", "1000")
 		snaps := f.check(false)
 		now := countSteps(snaps)
 		progress := now - recorded

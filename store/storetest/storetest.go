@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 		{"CommitAdvancesRevisionAndEvents", testCommit},
 		{"CommitConflictWritesNothing", testCommitConflict},
 		{"CommitKeepsOrChangesTheStatus", testCommitStatus},
+		{"UpdatedAtIsTheLastWrite", testUpdatedAt},
 		{"PauseLifecycle", testPauseLifecycle},
 		{"PauseClosedOnceUnderRace", testPauseRace},
 		{"ConcurrentCommitsIsolateFailures", testConcurrentCommitsIsolateFailures},
@@ -188,6 +189,32 @@ func testCommit(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Commit(ctx, store.Commit{RunID: "missing", Rev: 1}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("commit to a missing run: %v", err)
+	}
+}
+
+// UpdatedAt is when the run was last written (created or committed),
+// never earlier than the write began: the engine tells runs a previous
+// process left in the middle of a step by an UpdatedAt before its own
+// start. A commit with nothing but a state moves it too.
+func testUpdatedAt(t *testing.T, s store.Store) {
+	before := time.Now()
+	r := newRun(t, s)
+	if r.UpdatedAt.Before(before.Truncate(time.Microsecond)) {
+		t.Fatalf("created at %v, UpdatedAt %v is earlier", before, r.UpdatedAt)
+	}
+	rev := r.Rev
+	for i, c := range []store.Commit{
+		{Events: []store.Event{{Type: "run.resumed"}}},
+		{Run: store.RunUpdate{State: json.RawMessage(`{"cursor":1}`)}},
+	} {
+		time.Sleep(time.Millisecond) // a clock that moves
+		before := time.Now()
+		c.RunID, c.Rev = r.ID, rev
+		rev = ok(s.Commit(ctx, c))(t).Rev
+		got := ok(s.GetRun(ctx, r.ID))(t)
+		if got.UpdatedAt.Before(before.Truncate(time.Microsecond)) {
+			t.Fatalf("commit %d began at %v, UpdatedAt %v is earlier", i, before, got.UpdatedAt)
+		}
 	}
 }
 
