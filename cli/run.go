@@ -268,7 +268,14 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, o *ru
 	}
 	p := o.prompter
 	if p == nil && !o.noInput && isTerminal(os.Stdin) && isTerminal(os.Stderr) {
-		p = terminalPrompter{out: errOut}
+		// One reader of the terminal for all the questions, from now on:
+		// keys typed ahead wait for the question they answer.
+		in, err := openTerminalInput(os.Stdin)
+		if err != nil {
+			return &exitError{code: ExitUsage, msg: fmt.Sprintf("terminal: %v", err)}
+		}
+		defer in.close()
+		p = terminalPrompter{out: errOut, in: in}
 	}
 	asked := map[int64]bool{}
 	for {
