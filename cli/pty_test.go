@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // ptyBinary builds the stepwise binary once for the pty tests.
@@ -271,5 +272,36 @@ outputs:
 	}
 	if code != ExitOK || json.Unmarshal(p.stdout.Bytes(), &got) != nil || fmt.Sprint(got.Outputs["ports"]) != "[22 80 443]" {
 		t.Fatalf("exit %d: %s", code, p.stdout.String())
+	}
+}
+
+// TestTerminalInterrupt: Ctrl-C at a question stops the command with the
+// interrupted status and the run stays resumable.
+func TestTerminalInterrupt(t *testing.T) {
+	wf := write(t, "typed.yaml", ptyQuestions)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	p := startPty(t, "--home", t.TempDir(), "run", wf)
+	if err := p.waitFor(ctx, "Question-one?"); err != nil {
+		t.Fatal(err)
+	}
+	p.typeText("alp\x03")
+	code, err := p.wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d", code, ExitInterrupted)
+	}
+	if err := p.waitFor(ctx, "stepwise resume"); err != nil {
+		t.Fatal(err)
+	}
+	// The terminal's mode is as it was: line editing and echo.
+	tio, err := unix.IoctlGetTermios(int(p.master.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tio.Lflag&(unix.ICANON|unix.ECHO) != unix.ICANON|unix.ECHO || tio.Iflag&unix.ICRNL == 0 {
+		t.Fatalf("terminal left in another mode: lflag %#x iflag %#x", tio.Lflag, tio.Iflag)
 	}
 }
