@@ -305,3 +305,37 @@ func TestTerminalInterrupt(t *testing.T) {
 		t.Fatalf("terminal left in another mode: lflag %#x iflag %#x", tio.Lflag, tio.Iflag)
 	}
 }
+
+// TestTerminalRefusedAnswerTypedAhead: an answer the question refuses keeps
+// the keys typed after it: the correction goes to the same question, the
+// next answer to the next one.
+func TestTerminalRefusedAnswerTypedAhead(t *testing.T) {
+	wf := write(t, "count.yaml", `version: 1
+name: count
+steps:
+  - id: n
+    ask: {prompt: "How-many?", type: integer}
+  - id: who
+    ask: {prompt: "Who?"}
+outputs:
+  n: ${{ steps.n.answer }}
+  who: ${{ steps.who.answer }}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	p := startPty(t, "--home", t.TempDir(), "run", wf, "--json")
+	if err := p.waitFor(ctx, "How-many?"); err != nil {
+		t.Fatal(err)
+	}
+	p.typeText("abc\r\x7f\x7f\x7f42\rzulu\r")
+	code, err := p.wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Outputs map[string]any `json:"outputs"`
+	}
+	if code != ExitOK || json.Unmarshal(p.stdout.Bytes(), &got) != nil || got.Outputs["n"] != 42.0 || got.Outputs["who"] != "zulu" {
+		t.Fatalf("exit %d: %s", code, p.stdout.String())
+	}
+}
