@@ -196,7 +196,9 @@ func runForm(ctx context.Context, in *termInput, out io.Writer, form *huh.Form, 
 	s := in.session(gatesOf(form.GetFocusedField()))
 	defer s.close()
 	m := &formModel{form: form, s: s, gatesOf: gatesOf}
-	_, err := tea.NewProgram(m, tea.WithInput(s), tea.WithOutput(out), tea.WithContext(ctx)).Run()
+	// Ctrl-C is a signal in keysMode: the command's signal context ends ctx
+	// (Bubble Tea's own handler could block on a program that ctx stopped).
+	_, err := tea.NewProgram(m, tea.WithInput(s), tea.WithOutput(out), tea.WithContext(ctx), tea.WithoutSignalHandler()).Run()
 	switch {
 	case form.State == huh.StateCompleted:
 		return nil

@@ -5,8 +5,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/muesli/cancelreader"
 )
 
 // termInput is the one reader of the terminal for all the questions of a
@@ -26,7 +24,7 @@ type termInput struct {
 	err  error // the read error that ended the reader (io.EOF when the terminal closed)
 	scan keyScanner
 
-	cr      cancelreader.CancelReader
+	r       *os.File
 	done    chan struct{}
 	restore func()
 	once    sync.Once
@@ -40,39 +38,38 @@ const holdFallback = time.Second
 
 // newTermInput starts reading r (a terminal, or a pipe in tests); restore
 // is called by close, after the reader stopped.
-func newTermInput(r io.Reader, restore func()) (*termInput, error) {
-	cr, err := cancelreader.NewReader(r)
-	if err != nil {
-		return nil, err
-	}
+func newTermInput(r *os.File, restore func()) *termInput {
 	if restore == nil {
 		restore = func() {}
 	}
-	t := &termInput{cr: cr, done: make(chan struct{}), restore: restore}
+	t := &termInput{r: r, done: make(chan struct{}), restore: restore}
 	t.cond = sync.NewCond(&t.mu)
 	go t.read()
-	return t, nil
+	return t
 }
 
-// openTerminalInput reads the terminal f in keysMode until close.
+// openTerminalInput reads the terminal f in keysMode until close, through
+// a file description of its own where it can (pollableTerminal), so that
+// close can stop a read that waits for a key.
 func openTerminalInput(f *os.File) (*termInput, error) {
 	restore, err := keysMode(f)
 	if err != nil {
 		return nil, err
 	}
-	t, err := newTermInput(f, restore)
-	if err != nil {
+	r := pollableTerminal(f)
+	return newTermInput(r, func() {
+		if r != f {
+			r.Close()
+		}
 		restore()
-		return nil, err
-	}
-	return t, nil
+	}), nil
 }
 
 func (t *termInput) read() {
 	defer close(t.done)
 	b := make([]byte, 1024)
 	for {
-		n, err := t.cr.Read(b)
+		n, err := t.r.Read(b)
 		t.mu.Lock()
 		t.buf = append(t.buf, b[:n]...)
 		if err != nil {
@@ -87,13 +84,13 @@ func (t *termInput) read() {
 }
 
 // close stops the reader and puts the terminal's mode back. Keys still
-// buffered are dropped: nothing asks any more.
+// buffered are dropped: nothing asks any more. A reader that cannot be
+// interrupted (a terminal read without the poller) is left to the exit.
 func (t *termInput) close() {
 	t.once.Do(func() {
-		if t.cr.Cancel() {
+		if t.r.SetReadDeadline(time.Now()) == nil {
 			<-t.done
 		}
-		_ = t.cr.Close()
 		t.restore()
 	})
 }

@@ -44,10 +44,7 @@ func TestInputSessionsShareKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	in, err := newTermInput(r, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := newTermInput(r, nil)
 	defer in.close()
 	typed := "alpha\rbr\x1b[200~x\ry\x1b[201~avo\x1b[?2026;2$y\ryes"
 	if _, err := io.WriteString(w, typed); err != nil {
