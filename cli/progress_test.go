@@ -101,3 +101,28 @@ steps:
 		t.Fatalf("progress:\n%s\nwant first:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestProgressResumedSubWorkflow: resuming a run whose sub-workflow waits
+// shows the sub-workflow's steps (its run existed before the command).
+func TestProgressResumedSubWorkflow(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	for name, content := range map[string]string{
+		"parent.yaml": "version: 1\nname: parent\nsteps:\n  - id: sub\n    workflow: child\n",
+		"child.yaml": "version: 1\nname: child\nsteps:\n  - id: who\n    ask: {prompt: Who?}\n" +
+			"  - id: hello\n    uses: log\n    with: {message: \"hello ${{ steps.who.answer }}\"}\n",
+		"answers.yaml": "who: ada\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runOut(t, home, "run", filepath.Join(dir, "parent.yaml"), "--no-input", "--json")
+	if code != ExitWaiting {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runOut(t, home, "resume", decodeRun(t, out).RunID, "--answers", filepath.Join(dir, "answers.yaml"))
+	want := "    ✓ who\nhello ada\n    ✓ hello\n  ✓ sub\n"
+	if code != ExitOK || !strings.Contains(errOut, want) {
+		t.Fatalf("resume: exit %d\n%s\nstderr:\n%s\nwant in it:\n%s", code, out, errOut, want)
+	}
+}

@@ -258,7 +258,7 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, out *
 	errOut := cmd.ErrOrStderr()
 	stopProgress := func() {}
 	if events != nil {
-		printLoop := out.start(events, service.NewRunTree(id))
+		printLoop := out.start(events, svc.RunTree(ctx, id))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"encoding/json"
 
 	"stepwise.dev/stepwise/engine"
@@ -18,6 +19,29 @@ type RunTree struct {
 // NewRunTree follows the run root and its sub-workflow runs.
 func NewRunTree(root string) *RunTree {
 	return &RunTree{depth: map[string]int{root: 0}}
+}
+
+// RunTree returns the RunTree of runID knowing the sub-workflow runs it
+// has already, at any depth (a resumed run's children, or those a run
+// started before its follower looked): their events show too.
+func (s *Service) RunTree(ctx context.Context, runID string) *RunTree {
+	t := NewRunTree(runID)
+	var walk func(id string, depth int)
+	walk = func(id string, depth int) {
+		run, err := s.Store.GetRun(ctx, id)
+		if err != nil {
+			return
+		}
+		kids, _ := s.Engine.Children(ctx, run)
+		for _, k := range kids {
+			if _, known := t.depth[k.ID]; !known {
+				t.depth[k.ID] = depth + 1
+				walk(k.ID, depth+1)
+			}
+		}
+	}
+	walk(runID, 0)
+	return t
 }
 
 // Depth reports whether e is an event of the tree, and the depth of its
