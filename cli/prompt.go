@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/huh/v2"
@@ -219,13 +220,22 @@ type formModel struct {
 	form    *huh.Form
 	s       *inputSession
 	gatesOf func(huh.Field) gateSet
-	seen    int       // gate keys the form has been given (as the session counts them)
-	from    huh.Field // the field that had the focus at the last gate key
+	seen    int       // the session's count of the gate key the form was given last
+	from    huh.Field // the field that had the focus then
 }
+
+// heldTimeout comes holdFallback after the form was given gate key gen.
+type heldTimeout struct{ gen int }
 
 func (m *formModel) Init() tea.Cmd { return m.form.Init() }
 
 func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if t, ok := msg.(heldTimeout); ok {
+		if t.gen == m.seen && m.s.holding(t.gen) {
+			m.s.release(t.gen, m.gatesOf(m.form.GetFocusedField()))
+		}
+		return m, nil
+	}
 	before := m.form.GetFocusedField()
 	k, ok := msg.(tea.KeyPressMsg)
 	gateKey := ok && isGateKey(k, m.gatesOf(before))
@@ -235,14 +245,21 @@ func (m *formModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.s.close()
 		return m, cmd
 	}
+	now := m.form.GetFocusedField()
 	if gateKey {
-		m.seen, m.from = m.seen+1, before
-	}
-	if m.seen > 0 && m.s.holding(m.seen) {
-		now := m.form.GetFocusedField()
-		if now != m.from || (gateKey && now.Error() != nil) {
-			m.s.release(m.seen, m.gatesOf(now))
+		// The session hands out nothing after a gate key: the one it holds
+		// after is this one.
+		if gen, held := m.s.heldGen(); held && gen != m.seen {
+			m.seen, m.from = gen, before
+			if now == before && now.Error() == nil {
+				// Huh moves on (or ends) through commands that run after
+				// the key; a key it ignored is let go after a while.
+				return m, tea.Batch(cmd, tea.Tick(holdFallback, func(time.Time) tea.Msg { return heldTimeout{gen} }))
+			}
 		}
+	}
+	if m.seen > 0 && m.s.holding(m.seen) && (now != m.from || (gateKey && now.Error() != nil)) {
+		m.s.release(m.seen, m.gatesOf(now))
 	}
 	return m, cmd
 }
@@ -253,8 +270,8 @@ func (m *formModel) View() tea.View { return tea.NewView(m.form.View()) }
 // scanner tells them from the bytes.
 func isGateKey(k tea.KeyPressMsg, g gateSet) bool {
 	switch {
-	case k.Code == tea.KeyEnter && k.Mod == 0:
-		return g&gateEnter != 0
+	case k.Code == tea.KeyEnter && k.Mod&^tea.ModAlt == 0:
+		return g&gateEnter != 0 // Alt+Enter too: ESC CR, which the scanner holds after
 	case k.Code == tea.KeyTab && k.Mod == 0:
 		return g&gateTab != 0
 	}

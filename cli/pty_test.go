@@ -143,11 +143,18 @@ func (p *ptyTerm) wait(ctx context.Context) (int, error) {
 		}
 		return 0, err
 	case <-ctx.Done():
-		_ = p.cmd.Process.Kill()
-		<-exited
+		// Its goroutines, on the terminal, tell where it hangs.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-exited
+		}
+		<-p.done
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return -1, fmt.Errorf("the run never finished; terminal:\n%q", p.screen.String())
+		return -1, fmt.Errorf("the run never finished; terminal:\n%s", strings.ReplaceAll(p.screen.String(), "\r", ""))
 	}
 }
 

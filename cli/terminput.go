@@ -30,11 +30,17 @@ type termInput struct {
 	once    sync.Once
 }
 
-// holdFallback is how long a session holds keys after a key that should
-// have ended the question or moved to another field when the form did
-// neither (a key huh ignored): the person's next keys are delayed, never
-// lost. The form tells sooner in every case stepwise knows.
+// holdFallback is how long a form that was given a gate key and did not
+// react to it (a key huh ignored: neither the next field nor a refusal nor
+// the end) keeps the keys after it held: the person's next keys are
+// delayed, never lost. The form tells sooner in every case stepwise knows.
 const holdFallback = time.Second
+
+// lostGateFallback is how long a session holds keys after a gate key the
+// form never reports as given (the terminal's bytes and the form's parser
+// disagreed on what the key was): a last resort, far beyond the time a
+// form takes to see a key.
+const lostGateFallback = 5 * time.Second
 
 // newTermInput starts reading r (a terminal, or a pipe in tests); restore
 // is called by close, after the reader stopped.
@@ -145,7 +151,7 @@ func (s *inputSession) Read(p []byte) (int, error) {
 			s.held = true
 			s.gen++
 			gen := s.gen
-			time.AfterFunc(holdFallback, func() { s.release(gen, s.gatesNow()) })
+			time.AfterFunc(lostGateFallback, func() { s.release(gen, s.gatesNow()) })
 			break
 		}
 	}
@@ -158,6 +164,13 @@ func (s *inputSession) gatesNow() gateSet {
 	s.in.mu.Lock()
 	defer s.in.mu.Unlock()
 	return s.gates
+}
+
+// heldGen reports which gate key the session holds the keys after, if any.
+func (s *inputSession) heldGen() (int, bool) {
+	s.in.mu.Lock()
+	defer s.in.mu.Unlock()
+	return s.gen, s.held && !s.closed
 }
 
 // holding reports whether the session holds keys after its gen-th gate key.
