@@ -132,25 +132,37 @@ type session struct {
 	ctx         context.Context
 	interrupted func() bool
 	svc         *service.Service
+	out         *progressOut // the actions' output, ordered with the progress lines
+	// events are every run's, from before the run started (nil with --json:
+	// no progress lines); a sub-workflow's run has an id of its own.
+	events      <-chan engine.Event
+	unsubscribe func()
 	close       func()
 }
 
 func openSession(cmd *cobra.Command, g *globals, o *runOptions) (*session, error) {
 	ctx, stop, interrupted := signalContext()
-	svc, err := g.open(context.Background(), actionOutput(cmd, o))
+	out := &progressOut{w: cmd.ErrOrStderr()}
+	svc, err := g.open(context.Background(), out)
 	if err != nil {
 		stop()
 		return nil, err
 	}
-	return &session{ctx: ctx, interrupted: interrupted, svc: svc, close: func() {
+	s := &session{ctx: ctx, interrupted: interrupted, svc: svc, out: out, unsubscribe: func() {}}
+	if !o.asJSON {
+		s.events, s.unsubscribe = svc.Engine.Subscribe("")
+	}
+	s.close = func() {
+		s.unsubscribe()
 		svc.Close(context.Background())
 		stop()
-	}}, nil
+	}
+	return s, nil
 }
 
 // follow drives the run to its end (see follow).
 func (s *session) follow(cmd *cobra.Command, o *runOptions, id string, answers map[string]any) error {
-	return follow(s.ctx, cmd, s.svc, o, id, answers, s.interrupted)
+	return follow(s.ctx, cmd, s.svc, s.out, s.events, s.unsubscribe, o, id, answers, s.interrupted)
 }
 
 // inputsAndAnswers reads --input flags (typed by the workflow's
@@ -246,22 +258,22 @@ func resumeAll(cmd *cobra.Command, g *globals) error {
 	return nil
 }
 
-// actionOutput is where actions' free-form output goes: stderr, so that
-// stdout carries only the result (and --json stays parseable).
-func actionOutput(cmd *cobra.Command, _ *runOptions) io.Writer { return cmd.ErrOrStderr() }
-
 // follow drives a run to its end in this process: it waits while the run
 // executes, answers its pauses (answers file, then the terminal), and
-// prints the outcome.
-func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, o *runOptions, id string, answers map[string]any, interrupted func() bool) error {
+// prints the outcome. With events (every run's, subscribed to before the
+// run started), it prints progress lines to out (stderr, which the
+// actions' output goes to as well, so that stdout carries only the
+// result): the steps of the run and of its sub-workflows, retries,
+// compensations and hooks.
+func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, out *progressOut, events <-chan engine.Event, unsubscribe func(), o *runOptions, id string, answers map[string]any, interrupted func() bool) error {
 	errOut := cmd.ErrOrStderr()
 	stopProgress := func() {}
-	if !o.asJSON {
-		events, unsubscribe := svc.Engine.Subscribe(id)
+	if events != nil {
+		printLoop := out.start(events, svc.RunTree(ctx, id))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			progress(errOut, events)
+			printLoop()
 		}()
 		var once sync.Once
 		stopProgress = func() {
@@ -279,7 +291,14 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, o *ru
 	}
 	p := o.prompter
 	if p == nil && !o.noInput && isTerminal(os.Stdin) && isTerminal(os.Stderr) {
-		p = terminalPrompter{out: errOut}
+		// One reader of the terminal for all the questions, from now on:
+		// keys typed ahead wait for the question they answer.
+		in, err := openTerminalInput(os.Stdin)
+		if err != nil {
+			return &exitError{code: ExitUsage, msg: fmt.Sprintf("terminal: %v", err)}
+		}
+		defer in.close()
+		p = terminalPrompter{out: errOut, in: in}
 	}
 	// The pauses answered so far: a sub-workflow run numbers its pauses
 	// apart from its parent's.
@@ -453,22 +472,4 @@ func printPause(w io.Writer, p *engine.Pause) {
 		fmt.Fprintf(w, "  answer before %s (the step's timeout; then it fails)\n", p.TimeoutAt.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "token (expires %s): %s\n", p.ExpiresAt.Format(time.RFC3339), p.Token)
-}
-
-// progress prints step events as they happen.
-func progress(w io.Writer, events <-chan engine.Event) {
-	for e := range events {
-		switch e.Type {
-		case engine.EventStepSucceeded:
-			fmt.Fprintf(w, "  ✓ %s\n", e.StepID)
-		case engine.EventStepFailed:
-			var d struct {
-				Error string `json:"error"`
-			}
-			_ = json.Unmarshal(e.Data, &d)
-			fmt.Fprintf(w, "  ✗ %s: %s\n", e.StepID, d.Error)
-		case engine.EventStepSkipped:
-			fmt.Fprintf(w, "  - %s (skipped)\n", e.StepID)
-		}
-	}
 }

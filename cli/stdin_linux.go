@@ -30,3 +30,16 @@ func serveStdin() *os.File {
 	}
 	return f
 }
+
+// pollableTerminal returns the terminal f opened again through
+// /proc/self/fd: a file description of its own, which Go reads through its
+// poller, so that a read waiting for a key can be stopped (a deadline);
+// the description f shares with the shell keeps its flags. f itself when
+// that fails.
+func pollableTerminal(f *os.File) *os.File {
+	r, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return f
+	}
+	return r
+}

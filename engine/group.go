@@ -386,7 +386,7 @@ func (e *Engine) nestedAction(ctx context.Context, rs *runState, sx *stepExec, e
 	c := store.Commit{
 		Attempts:  []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: sx.attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
 		SetTimers: []store.Timer{{Key: timerKey, WakeAt: now.Add(delay)}},
-		Events:    []store.Event{e.event(rs, EventStepRetrying, s.ID, map[string]any{"key": sx.key, "attempt": sx.attempt, "error": msg, "delay_ms": delay.Milliseconds()}, now)},
+		Events:    []store.Event{e.event(rs, EventStepRetrying, s.ID, map[string]any{"key": sx.key, "attempt": sx.attempt, "max_attempts": s.Retry.Attempts, "error": msg, "delay_ms": delay.Milliseconds()}, now)},
 	}
 	if err := e.commit(ctx, rs, c, e.currentState(rs)); err != nil {
 		return nil, err

@@ -105,7 +105,7 @@ func (e *Engine) retryLater(ctx context.Context, rs *runState, sx *stepExec, env
 	msg := rs.mask.Mask(cause.Error())
 	failed := store.Attempt{Key: sx.key, Visit: sx.visit, Attempt: sx.attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}
 	w := &Wait{Reason: "retry", Until: now.Add(delay), Attempt: sx.attempt + 1, Iteration: sx.iteration}
-	return e.park(ctx, rs, sx, w, EventStepRetrying, map[string]any{"attempt": sx.attempt, "error": msg, "delay_ms": delay.Milliseconds()}, failed)
+	return e.park(ctx, rs, sx, w, EventStepRetrying, map[string]any{"attempt": sx.attempt, "max_attempts": r.Attempts, "error": msg, "delay_ms": delay.Milliseconds()}, failed)
 }
 
 // backoff is the wait before attempt n+1: backoff·2^(n-1), capped at
