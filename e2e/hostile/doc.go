@@ -6,9 +6,12 @@
 // error (or answer) within a generous deadline, that the server still
 // answers a tools/call afterwards, and that its peak resident memory
 // (VmHWM) stays under 512 MB. It reports, per case, the code returned, the
-// wall time and the peak RSS.
+// wall time and the peak RSS. A case may instead want serve to refuse to
+// start (an HTTP set-up it must not serve): then the exit code and a line
+// of its stderr are the outcome, and it must not have said where it serves.
 //
 //	go test ./e2e/hostile -run Hostile -v -count=1
 //
-// The cases are one table, cases_test.go; the package holds only tests.
+// The cases are one table per item of issue 21, joined in cases_test.go;
+// the package holds only tests.
 package hostile

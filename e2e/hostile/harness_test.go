@@ -62,7 +62,9 @@ const (
 type Case struct {
 	Name      string
 	Transport Transport
-	// Flags are given to `stepwise serve` after the harness's own.
+	// Flags are given to `stepwise serve` after the harness's own (a
+	// --http=ADDR overrides the harness's); "{home}" in a flag stands for
+	// the server's home directory.
 	Flags []string
 	// Env is added to the server's environment (which has no STEPWISE_
 	// variables of the test's own).
@@ -72,6 +74,8 @@ type Case struct {
 	// NoHandshake leaves the session uninitialized: Run starts from
 	// nothing (and may call Conn.Handshake itself).
 	NoHandshake bool
+	// Token is the bearer token the client sends (HTTP).
+	Token string
 	// NewSession checks that the server still serves from a new session
 	// (HTTP only) instead of the case's, for a case whose request may end
 	// its own session.
@@ -84,7 +88,15 @@ type Case struct {
 	Long bool
 	// Deadline bounds Run (defaultDeadline when zero).
 	Deadline time.Duration
-	Run      func(ctx context.Context, t *testing.T, c *Conn) (outcome string, err error)
+	// PeakLimit is the most resident memory the server may reach, when
+	// lower than the suite's (peakLimit).
+	PeakLimit uint64
+	Run       func(ctx context.Context, t *testing.T, c *Conn) (outcome string, err error)
+	// Refuses marks a case whose server must refuse to start (Run unset):
+	// serve must exit with this code without saying where it serves, one
+	// line of its stderr holding RefusalLine. The outcome is "exit N".
+	Refuses     int
+	RefusalLine string
 }
 
 // row is one line of the report.
@@ -198,12 +210,7 @@ func start(t *testing.T, ctx context.Context, c Case) *server {
 	if c.Setup != nil {
 		c.Setup(t, home)
 	}
-	args := []string{"--home", home, "serve"}
-	if c.Transport == HTTP {
-		args = append(args, "--http", "127.0.0.1:0")
-	}
-	args = append(args, c.Flags...)
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(binary(t), serveArgs(c, home)...)
 	cmd.Env = append(serverEnv(), c.Env...)
 	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, logMu: &sync.Mutex{}, watchStop: make(chan struct{}), watchDone: make(chan struct{})}
 	logw := lockedWriter{s.logMu, s.stderr}
@@ -236,6 +243,7 @@ func start(t *testing.T, ctx context.Context, c Case) *server {
 			t.Fatalf("serve --http: %v\n%s", err, s.log())
 		}
 		w := newHTTPWire(s.url)
+		w.Token = c.Token
 		s.conn = &Conn{wire: w, HTTP: w}
 	default:
 		t.Fatalf("case %s: unknown transport %q", c.Name, c.Transport)
@@ -248,6 +256,18 @@ func start(t *testing.T, ctx context.Context, c Case) *server {
 		}
 	}
 	return s
+}
+
+// serveArgs is the command line of serve for c in home.
+func serveArgs(c Case, home string) []string {
+	args := []string{"--home", home, "serve"}
+	if c.Transport == HTTP {
+		args = append(args, "--http=127.0.0.1:0")
+	}
+	for _, f := range c.Flags {
+		args = append(args, strings.ReplaceAll(f, "{home}", home))
+	}
+	return args
 }
 
 var servingRe = regexp.MustCompile(`serving MCP at (\S+)`)
@@ -379,6 +399,7 @@ func (s *server) alive(ctx context.Context, newSession bool) error {
 			return errors.New("NewSession over stdio: stdio has one session")
 		}
 		w := newHTTPWire(s.url)
+		w.Token = s.conn.HTTP.Token
 		defer w.close()
 		conn = &Conn{wire: w, HTTP: w}
 		fallthrough
@@ -400,6 +421,10 @@ func (s *server) alive(ctx context.Context, newSession bool) error {
 // runCase runs one case and fills its report row; failures are the
 // subtest's.
 func runCase(t *testing.T, c Case, r *row) {
+	if c.Refuses != 0 {
+		runRefusal(t, c, r)
+		return
+	}
 	deadline := c.Deadline
 	if deadline == 0 {
 		deadline = defaultDeadline
@@ -430,15 +455,87 @@ func runCase(t *testing.T, c Case, r *row) {
 	}
 	peak, perr := s.peak()
 	r.PeakRSSMB = float64(peak) / (1 << 20)
+	limit := uint64(peakLimit)
+	if c.PeakLimit != 0 {
+		limit = min(limit, c.PeakLimit)
+	}
 	if perr != nil {
 		fails = append(fails, "peak RSS: "+perr.Error())
-	} else if peak >= peakLimit {
-		fails = append(fails, fmt.Sprintf("peak RSS %d MB, want under %d MB", peak>>20, peakLimit>>20))
+	} else if peak >= limit {
+		fails = append(fails, fmt.Sprintf("peak RSS %d MB, want under %d MB", peak>>20, limit>>20))
 	}
 	r.Pass = len(fails) == 0
 	if !r.Pass {
 		r.Note = strings.Join(fails, "; ")
 		t.Errorf("%s\nserver log:\n%s", r.Note, s.log())
+	}
+}
+
+// runRefusal runs serve for a case that wants it to refuse to start and
+// fills its report row: the exit code as the outcome, the wall time until
+// it exited and its peak RSS as last sampled while it ran (the rusage of a
+// child counts the test's own memory it was forked from).
+func runRefusal(t *testing.T, c Case, r *row) {
+	home := t.TempDir()
+	if c.Setup != nil {
+		c.Setup(t, home)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), defaultDeadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), serveArgs(c, home)...)
+	cmd.Env = append(serverEnv(), c.Env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var peak uint64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			hwm, err := procStatus(cmd.Process.Pid, "VmHWM")
+			if err != nil {
+				return // exited (a zombie has no memory)
+			}
+			peak = max(peak, hwm)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	err := cmd.Wait()
+	r.WallMS = float64(time.Since(began).Microseconds()) / 1000
+	<-sampled
+	r.PeakRSSMB = float64(peak) / (1 << 20)
+	r.Note = ""
+	var fails []string
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		r.Outcome = "exit 0"
+	case errors.As(err, &exit) && exit.Exited():
+		r.Outcome = fmt.Sprintf("exit %d", exit.ExitCode())
+	default:
+		r.Outcome = "no exit"
+		fails = append(fails, fmt.Sprintf("serve did not exit by itself: %v", err))
+	}
+	if want := fmt.Sprintf("exit %d", c.Refuses); r.Outcome != want {
+		fails = append(fails, fmt.Sprintf("outcome %q, want %q", r.Outcome, want))
+	}
+	log := stderr.String()
+	if strings.Contains(log, "serving MCP at") {
+		fails = append(fails, "it said where it serves before it refused")
+	}
+	if !strings.Contains(log, c.RefusalLine) {
+		fails = append(fails, fmt.Sprintf("no line of its stderr says %q", c.RefusalLine))
+	}
+	if peak >= peakLimit {
+		fails = append(fails, fmt.Sprintf("peak RSS %d MB, want under %d MB", peak>>20, peakLimit>>20))
+	}
+	r.Pass = len(fails) == 0
+	if !r.Pass {
+		r.Note = strings.Join(fails, "; ")
+		t.Errorf("%s\nserver log:\n%s", r.Note, log)
 	}
 }
 

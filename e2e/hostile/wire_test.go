@@ -290,6 +290,8 @@ type HTTPWire struct {
 	Session string
 	// Protocol is the negotiated version, sent with every later request.
 	Protocol string
+	// Token is the bearer token sent with every request, if any.
+	Token string
 }
 
 func newHTTPWire(url string) *HTTPWire {
@@ -310,6 +312,9 @@ func (h *HTTPWire) Post(ctx context.Context, body []byte, header http.Header) (*
 	}
 	if h.Protocol != "" {
 		req.Header.Set("Mcp-Protocol-Version", h.Protocol)
+	}
+	if h.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.Token)
 	}
 	for k, v := range header {
 		req.Header[k] = v
