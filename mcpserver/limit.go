@@ -47,7 +47,7 @@ var paging = map[string]struct{ arg, hint string }{
 	"workflow_get":      {"name", "the workflow is larger than a result holds: split it into sub-workflows (a workflow: step calls one)"},
 	"workflow_validate": {"content", "the violations are more than a result holds: validate a part of the workflow (a few steps at a time) and fix what it reports"},
 	"workflow_save":     {"content", "the violations are more than a result holds: validate a part of the workflow (a few steps at a time) with workflow_validate and fix what it reports"},
-	"workflow_plan":     {"content", "the plan is larger than a result holds: plan a part of the workflow (a few steps at a time), or split it into sub-workflows"},
+	"workflow_plan":     {"steps_limit", "call workflow_plan with a smaller steps_limit and page with steps_cursor"},
 }
 
 // resultTooLarge is the error of a result of size bytes that is over the

@@ -16,13 +16,31 @@ type WorkflowPlanIn struct {
 	Name    string         `json:"name,omitempty" jsonschema:"a library workflow's name (or a draft's, when no saved workflow has it); give this or content"`
 	Content string         `json:"content,omitempty" jsonschema:"a workflow definition, YAML or JSON text; give this or name"`
 	Inputs  map[string]any `json:"inputs,omitempty" jsonschema:"the input values you would start the run with"`
+	// StepsCursor and StepsLimit page the plan's steps.
+	StepsCursor string `json:"steps_cursor,omitempty" jsonschema:"the steps_next_cursor of a previous plan: its next page of steps"`
+	StepsLimit  int    `json:"steps_limit,omitempty" jsonschema:"at most this many steps (default 500, at most 1000; fewer when they would not fit 192 KiB)"`
 }
+
+// Plan step pages: a plan holds at most maxPlanSteps steps, and no more
+// than fit planPageBytes of JSON, so a plan of any workflow fits a result.
+const (
+	defaultPlanSteps = 500
+	maxPlanSteps     = 1000
+	planPageBytes    = 192 << 10
+)
 
 // WorkflowPlanOut is workflow_plan's result.
 type WorkflowPlanOut struct {
 	*service.Plan
+	// StepsTotal counts the plan's steps; Steps holds those from StepsFrom
+	// on, and StepsNextCursor reads the next page.
+	StepsTotal      int    `json:"steps_total"`
+	StepsFrom       int    `json:"steps_from,omitempty"`
+	StepsNextCursor string `json:"steps_next_cursor,omitempty"`
 	// Next says in one sentence what to do now.
 	Next string `json:"next"`
+	// counts of every step's decision, the pages' as well.
+	counts map[string]int
 }
 
 // Summary implements summarizer.
@@ -31,11 +49,8 @@ func (o WorkflowPlanOut) Summary() string {
 	if !p.Valid {
 		return fmt.Sprintf("Invalid: %d violations. %s", len(p.Violations), o.Next)
 	}
-	count := map[string]int{}
-	for _, s := range p.Steps {
-		count[s.Decision]++
-	}
-	steps := fmt.Sprintf("%d steps: %d run, %d skipped, %d decided at run time", len(p.Steps),
+	count := o.counts
+	steps := fmt.Sprintf("%d steps: %d run, %d skipped, %d decided at run time", o.StepsTotal,
 		count[service.DecisionRun], count[service.DecisionSkip], count[service.DecisionRuntime])
 	if n := count[service.DecisionError]; n > 0 {
 		steps += fmt.Sprintf(", %d fail", n)
@@ -105,6 +120,25 @@ func (s *Server) addPlanTool() {
 			if err != nil {
 				return WorkflowPlanOut{}, err
 			}
-			return WorkflowPlanOut{Plan: p, Next: planNext(p, in)}, nil
+			return pagePlan(p, in)
 		})
+}
+
+// pagePlan is the plan with the page of its steps that in asks for.
+func pagePlan(p *service.Plan, in WorkflowPlanIn) (WorkflowPlanOut, error) {
+	out := WorkflowPlanOut{StepsTotal: len(p.Steps), Next: planNext(p, in), counts: map[string]int{}}
+	for _, s := range p.Steps {
+		out.counts[s.Decision]++
+	}
+	page, from, next, err := service.Page(p.Steps, in.StepsCursor, in.StepsLimit, defaultPlanSteps, maxPlanSteps, planPageBytes)
+	if err != nil {
+		return WorkflowPlanOut{}, argumentsError("steps_cursor", "the steps cursor is not valid: use steps_next_cursor exactly as returned")
+	}
+	paged := *p
+	paged.Steps = page
+	out.Plan, out.StepsFrom, out.StepsNextCursor = &paged, from, next
+	if next != "" {
+		out.Next = fmt.Sprintf("Steps %d–%d of %d are shown: call workflow_plan again with steps_cursor: %q for the next ones. %s", from+1, from+len(page), len(p.Steps), next, out.Next)
+	}
+	return out, nil
 }

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,4 +138,70 @@ func TestWorkflowPlanIsAnnotatedReadOnly(t *testing.T) {
 		}
 	}
 	t.Fatal("workflow_plan is not listed")
+}
+
+// A plan of more steps than a result holds comes in pages: every step is
+// reached once, in order, each page under the result ceiling, and the
+// summary counts them all.
+func TestPlanStepsArePaged(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	cs := e.connect(nil)
+	var b strings.Builder
+	b.WriteString("version: 1\nname: long\nsteps:\n")
+	const n = 2300
+	for i := range n {
+		fmt.Fprintf(&b, "  - id: s%d\n    uses: log\n    with: {message: 'step %d of a long plan, with some words to make it weigh'}\n", i, i)
+	}
+	var ids []string
+	cursor := ""
+	pages := 0
+	for {
+		args := map[string]any{"content": b.String()}
+		if cursor != "" {
+			args["steps_cursor"] = cursor
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "workflow_plan", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("page %d: %v %+v", pages, err, res)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if !strings.Contains(text, fmt.Sprintf("%d steps: %d run", n, n)) {
+			t.Errorf("page %d: the summary does not count every step: %.200s", pages, text)
+		}
+		data, _ := json.Marshal(res.StructuredContent)
+		if len(data) > maxResultBytes {
+			t.Fatalf("page %d: %d bytes, over the ceiling", pages, len(data))
+		}
+		var out struct {
+			Steps      []struct{ ID string } `json:"steps"`
+			StepsTotal int                   `json:"steps_total"`
+			StepsFrom  int                   `json:"steps_from"`
+			Next       string                `json:"steps_next_cursor"`
+		}
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.StepsTotal != n || out.StepsFrom != len(ids) || len(out.Steps) == 0 || len(out.Steps) > maxPlanSteps {
+			t.Fatalf("page %d: total %d, from %d, %d steps (read %d so far)", pages, out.StepsTotal, out.StepsFrom, len(out.Steps), len(ids))
+		}
+		for _, s := range out.Steps {
+			ids = append(ids, s.ID)
+		}
+		pages++
+		if cursor = out.Next; cursor == "" {
+			break
+		}
+	}
+	if len(ids) != n || pages < 3 {
+		t.Fatalf("%d steps in %d pages, want %d in at least 3", len(ids), pages, n)
+	}
+	for i, id := range ids {
+		if id != fmt.Sprintf("s%d", i) {
+			t.Fatalf("step %d is %s", i, id)
+		}
+	}
+	var te ToolError
+	if !call(t, cs, "workflow_plan", map[string]any{"content": b.String(), "steps_cursor": "bogus"}, &te) || te.ErrorCode != CodeArgumentsInvalid || te.Context.Argument != "steps_cursor" {
+		t.Fatalf("a bad cursor: %+v", te)
+	}
 }

@@ -249,29 +249,40 @@ func StepCursor(index int) string { return "s" + strconv.Itoa(index) }
 // PageSteps returns the page of steps that cursor starts ("" for the
 // first), at most limit steps (DefaultStepPage when 0, at most MaxStepPage).
 func PageSteps(steps []StepView, cursor string, limit int) (StepPage, error) {
-	from := 0
+	page, from, next, err := Page(steps, cursor, limit, DefaultStepPage, MaxStepPage, stepPageBytes)
+	if err != nil {
+		return StepPage{}, err
+	}
+	return StepPage{Steps: page, From: from, Next: next}, nil
+}
+
+// Page returns the page of items that cursor (StepCursor; "" for the
+// first) starts: at most limit items (def when 0, at most max), and no
+// more than fit maxBytes of JSON once the first is in. next is the cursor
+// of the following page, "" at the end; a cursor no page gave is
+// ErrStepCursor.
+func Page[T any](items []T, cursor string, limit, def, max, maxBytes int) (page []T, from int, next string, err error) {
 	if cursor != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(cursor, "s"))
-		if err != nil || !strings.HasPrefix(cursor, "s") || n < 0 || n > len(steps) {
-			return StepPage{}, ErrStepCursor
+		if err != nil || !strings.HasPrefix(cursor, "s") || n < 0 || n > len(items) {
+			return nil, 0, "", ErrStepCursor
 		}
 		from = n
 	}
 	if limit <= 0 {
-		limit = DefaultStepPage
+		limit = def
 	}
-	limit = min(limit, MaxStepPage)
-	p := StepPage{From: from}
+	limit = min(limit, max)
 	size := 0
-	for i := from; i < len(steps) && len(p.Steps) < limit; i++ {
-		b, _ := json.Marshal(steps[i])
-		if size += len(b); len(p.Steps) > 0 && size > stepPageBytes {
+	for i := from; i < len(items) && len(page) < limit; i++ {
+		b, _ := json.Marshal(items[i])
+		if size += len(b); len(page) > 0 && size > maxBytes {
 			break
 		}
-		p.Steps = append(p.Steps, steps[i])
+		page = append(page, items[i])
 	}
-	if end := from + len(p.Steps); end < len(steps) {
-		p.Next = StepCursor(end)
+	if end := from + len(page); end < len(items) {
+		next = StepCursor(end)
 	}
-	return p, nil
+	return page, from, next, nil
 }
