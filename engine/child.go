@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -101,7 +102,7 @@ func (e *Engine) startChild(ctx context.Context, rs *runState, sx *stepExec, env
 	}
 	inputs := map[string]any{}
 	if sx.s.With != nil {
-		v, err := expr.RenderValue(sx.s.With, env)
+		v, err := expr.RenderValueObserved(sx.s.With, env, rs.learner())
 		if err != nil {
 			return "", rs.mask.Mask("with: " + err.Error()), false, nil
 		}
@@ -133,6 +134,40 @@ func childOutcome(child store.Run, workflowName string) (out any, problem string
 	return nil, "", false
 }
 
+// childSecrets opens a finished child's secret outputs (sealed in its
+// row) for a step whose output is secret; any other step sees them as ***.
+func (e *Engine) childSecrets(ctx context.Context, rs *runState, stepID string, child store.Run, out any) (any, error) {
+	m, ok := out.(map[string]any)
+	if !ok || len(m) == 0 {
+		return out, nil
+	}
+	wf, err := e.definition(ctx, child.Version)
+	if err != nil {
+		return nil, err
+	}
+	sec := wf.Secrets()
+	if !sec.HasRunOutputs() {
+		return out, nil
+	}
+	open := rs.wf.Secrets().StepOutput(stepID)
+	for name, v := range m {
+		s, isStr := v.(string)
+		if !sec.RunOutput(name) || !isStr || !secret.IsSealed(s) {
+			continue
+		}
+		if !open {
+			m[name] = secret.Redacted
+			continue
+		}
+		clear, err := e.open(s)
+		if err != nil {
+			return nil, fmt.Errorf("output %q of sub-workflow run %s: %w", name, child.ID, err)
+		}
+		m[name] = clear
+	}
+	return m, nil
+}
+
 // awaitChild looks at the child a parent waits for.
 func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, childID string, env map[string]any) error {
 	child, err := e.store.GetRun(ctx, childID)
@@ -142,6 +177,9 @@ func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, chi
 	if out, problem, done := childOutcome(child, sx.s.Workflow); done {
 		if problem != "" {
 			return e.childFailed(ctx, rs, sx, env, problem)
+		}
+		if out, err = e.childSecrets(ctx, rs, sx.s.ID, child, out); err != nil {
+			return err
 		}
 		return e.succeedStep(ctx, rs, sx, &result{Output: out}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
 	}

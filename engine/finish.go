@@ -145,7 +145,7 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, sx *stepExec, op work
 	}
 	input := map[string]any{}
 	if with != nil {
-		rendered, err := expr.RenderValue(with, env)
+		rendered, err := expr.RenderValueObserved(with, env, rs.learner())
 		if err != nil {
 			return nil, 1, fmt.Errorf("with: %w", err)
 		}

@@ -147,3 +147,120 @@ func learn(mask *secret.Masker, v any) {
 func maskedJSON(mask *secret.Masker, v any) (json.RawMessage, error) {
 	return json.Marshal(mask.MaskValue(v))
 }
+
+// learner is the observer of a run's renders: the value of every secret
+// expression (one that reads a secret, workflow.Secrets) is learned by the
+// run's masker, so that a value derived from a secret — upper(token), a
+// slice of it, "Bearer " + token — is masked wherever it shows. Nil when
+// the workflow has no secret.
+func (rs *runState) learner() expr.Observer {
+	sec := rs.wf.Secrets()
+	if sec.None() {
+		return nil
+	}
+	return func(src string, v any) {
+		if sec.Expr(src) {
+			learn(rs.mask, v)
+		}
+	}
+}
+
+// learnStrings teaches the masker the strings a secret value holds (not
+// its numbers and booleans, which would mask every true and 200 of the
+// run's text; the value itself is stored sealed and shown as ***).
+func learnStrings(mask *secret.Masker, v any) {
+	switch x := v.(type) {
+	case string:
+		mask.Add(x)
+	case map[string]any:
+		for _, e := range x {
+			learnStrings(mask, e)
+		}
+	case []any:
+		for _, e := range x {
+			learnStrings(mask, e)
+		}
+	}
+}
+
+// storedOutput is the stored form of a step's output and what later steps
+// see of it: sealed (and seen in clear) when the output is secret
+// (workflow.Secrets.StepOutput), else with every known secret masked.
+func (e *Engine) storedOutput(rs *runState, stepID string, v any) (json.RawMessage, any, error) {
+	if rs.wf.Secrets().StepOutput(stepID) {
+		learnStrings(rs.mask, v)
+		s, err := e.seal(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := json.Marshal(s)
+		return b, v, err
+	}
+	out, err := maskedJSON(rs.mask, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	var masked any
+	_ = json.Unmarshal(out, &masked)
+	return out, masked, nil
+}
+
+// openOutput reads a stored step output: a secret one is opened (and its
+// strings learned by the masker). One recorded before its step's output
+// was secret is read as it was stored.
+func (e *Engine) openOutput(rs *runState, stepID string, raw json.RawMessage) (any, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	if s, ok := v.(string); !ok || !secret.IsSealed(s) || !rs.wf.Secrets().StepOutput(stepID) {
+		return v, nil
+	}
+	clear, err := e.open(v)
+	if err != nil {
+		return nil, err
+	}
+	learnStrings(rs.mask, clear)
+	return clear, nil
+}
+
+// runOutputs renders a finishing run's outputs: the stored form (secret
+// ones sealed, the rest masked) and the form its event shows (secret ones
+// as ***). name is the output that failed to render, with its error.
+func (e *Engine) runOutputs(rs *runState, env map[string]any) (stored, shown json.RawMessage, name string, err error) {
+	sec := rs.wf.Secrets()
+	observe := rs.learner()
+	values := make(map[string]any, len(rs.wf.Outputs))
+	for n, tmpl := range rs.wf.Outputs {
+		v, err := expr.RenderValueObserved(tmpl, env, observe)
+		if err != nil {
+			return nil, nil, n, err
+		}
+		values[n] = v
+	}
+	st := make(map[string]any, len(values))
+	sh := make(map[string]any, len(values))
+	for n, v := range values {
+		if !sec.RunOutput(n) {
+			continue
+		}
+		learnStrings(rs.mask, v)
+		s, err := e.seal(v)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		st[n], sh[n] = s, secret.Redacted
+	}
+	// Masked once every secret output is learned.
+	for n, v := range values {
+		if !sec.RunOutput(n) {
+			st[n] = rs.mask.MaskValue(v)
+			sh[n] = st[n]
+		}
+	}
+	if stored, err = json.Marshal(st); err != nil {
+		return nil, nil, "", err
+	}
+	shown, err = json.Marshal(sh)
+	return stored, shown, "", err
+}

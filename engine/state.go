@@ -214,7 +214,7 @@ func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) 
 		}
 		r := &result{Status: st.Status, Error: st.Error, Attempts: st.Attempts, Visit: st.Visit}
 		if len(st.Output) > 0 {
-			if err := json.Unmarshal(st.Output, &r.Output); err != nil {
+			if r.Output, err = e.openOutput(rs, st.StepID, st.Output); err != nil {
 				return nil, fmt.Errorf("load run %s: output of %s: %w", id, st.Key, err)
 			}
 		}

@@ -54,7 +54,7 @@ func compile(src string) (*vm.Program, error) {
 	if p, ok := programs.Load(src); ok {
 		return p.(*vm.Program), nil
 	}
-	p, err := expr.Compile(src, expr.MaxNodes(MaxNodes))
+	p, err := expr.Compile(src, expr.MaxNodes(MaxNodes), declassifyOption)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +120,16 @@ func normalize(v any) any {
 // yields its typed value; otherwise the result is the text with every
 // expression replaced by its rendering (see Text).
 func Render(tmpl string, env map[string]any) (any, error) {
+	return RenderObserved(tmpl, env, nil)
+}
+
+// Observer is told the source and value of each expression a render
+// evaluates (the engine learns the values of secret ones, to mask them).
+type Observer func(src string, v any)
+
+// RenderObserved is Render that tells observe, when not nil, each
+// expression's value.
+func RenderObserved(tmpl string, env map[string]any, observe Observer) (any, error) {
 	if !strings.Contains(tmpl, openDelim) {
 		return tmpl, nil
 	}
@@ -128,7 +138,11 @@ func Render(tmpl string, env map[string]any) (any, error) {
 		return nil, &EvalError{Expr: tmpl, Err: err}
 	}
 	if one, ok := Single(segs); ok {
-		return Eval(one.Text, env)
+		v, err := Eval(one.Text, env)
+		if err == nil && observe != nil {
+			observe(one.Text, v)
+		}
+		return v, err
 	}
 	var b strings.Builder
 	for _, sg := range segs {
@@ -140,6 +154,9 @@ func Render(tmpl string, env map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if observe != nil {
+			observe(sg.Text, v)
+		}
 		b.WriteString(Text(v))
 	}
 	return b.String(), nil
@@ -148,13 +165,19 @@ func Render(tmpl string, env map[string]any) (any, error) {
 // RenderValue renders every string inside a JSON-like value (maps, slices,
 // scalars), returning a new value; v is not modified.
 func RenderValue(v any, env map[string]any) (any, error) {
+	return RenderValueObserved(v, env, nil)
+}
+
+// RenderValueObserved is RenderValue that tells observe, when not nil,
+// each expression's value.
+func RenderValueObserved(v any, env map[string]any, observe Observer) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return Render(x, env)
+		return RenderObserved(x, env, observe)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := RenderValue(e, env)
+			r, err := RenderValueObserved(e, env, observe)
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +187,7 @@ func RenderValue(v any, env map[string]any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := RenderValue(e, env)
+			r, err := RenderValueObserved(e, env, observe)
 			if err != nil {
 				return nil, err
 			}

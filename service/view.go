@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/store/sqlite"
 )
@@ -72,7 +73,11 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		if st.Key != st.StepID {
 			sv.Key = st.Key
 		}
-		_ = json.Unmarshal(st.Output, &sv.Output)
+		if len(st.Output) > 0 && wf != nil && wf.Secrets().StepOutput(st.StepID) {
+			sv.Output = secret.Redacted // secret by provenance, however short
+		} else {
+			_ = json.Unmarshal(st.Output, &sv.Output)
+		}
 		if len(st.Answer) > 0 {
 			secret := false
 			if wf != nil {
@@ -173,11 +178,23 @@ func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
 	}
 	_ = json.Unmarshal(run.Outputs, &v.Outputs)
 	var inputs map[string]any
-	if json.Unmarshal(run.Inputs, &inputs) == nil {
-		if wf, err := s.Engine.Definition(ctx, run.Version); err == nil {
+	okInputs := json.Unmarshal(run.Inputs, &inputs) == nil
+	if !okInputs && len(v.Outputs) == 0 {
+		return v
+	}
+	wf, err := s.Engine.Definition(ctx, run.Version)
+	if err == nil && wf.Secrets().HasRunOutputs() {
+		for name := range v.Outputs {
+			if wf.Secrets().RunOutput(name) {
+				v.Outputs[name] = secret.Redacted // stored sealed
+			}
+		}
+	}
+	if okInputs {
+		if err == nil {
 			for name, in := range wf.Inputs {
 				if in.Secret && inputs[name] != nil {
-					inputs[name] = "***"
+					inputs[name] = secret.Redacted
 				}
 			}
 		}

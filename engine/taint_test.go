@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// derivedFlow computes values from a secret input and a secret answer:
+// the three leaks of issue 21 (upper, toBase64, a slice), a log of one,
+// and a later step that uses a derived value.
+const derivedFlow = `version: 1
+name: derived
+inputs:
+  token: {type: string, secret: true}
+steps:
+  - id: pw
+    ask: {prompt: "Password?", type: string, secret: true}
+  - id: up
+    uses: transform
+    with: {value: "${{ upper(inputs.token) }}"}
+  - id: b64
+    uses: transform
+    with: {value: "${{ toBase64(steps.pw.answer) }}"}
+  - id: cut
+    uses: transform
+    with: {value: {prefix: "${{ inputs.token[0:10] }}", note: plain}}
+  - id: say
+    uses: log
+    with: {message: "up is ${{ steps.up.output }}"}
+  - id: plain
+    uses: transform
+    with: {value: "${{ len(steps.say.status) }}"}
+outputs:
+  up: ${{ steps.up.output }}
+  b64: ${{ toBase64(steps.pw.answer) }}
+  cut: ${{ inputs.token[0:10] }}
+  short: ${{ inputs.token[0:2] }}
+  status: ${{ steps.say.status }}
+`
+
+const (
+	derivedToken = "tok-abcdefghijklmnopqrstuvwxyz"
+	derivedPW    = "Hunter2-correct-horse"
+)
+
+// derivedForms are the secret values and what the workflow derives from
+// them, none of which may be stored or shown in clear.
+func derivedForms() []string {
+	return []string{derivedToken, derivedPW, strings.ToUpper(derivedToken),
+		base64.StdEncoding.EncodeToString([]byte(derivedPW)), derivedToken[0:10]}
+}
+
+// TestDerivedSecretsNeverInClear: values computed from a secret input or
+// answer are secret: stored sealed (nowhere in the database file in
+// clear), masked in events, *** in the run's outputs however short — and
+// later steps still compute with them.
+func TestDerivedSecretsNeverInClear(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	id, err := h.start(derivedFlow, map[string]any{"token": derivedToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(id)
+	if _, err := h.eng.Continue(ctx, h.pause(id).Token, derivedPW); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("status %s %s", r.Status, r.Error)
+	}
+	var seen bytes.Buffer
+	evs, _ := h.store.Events(ctx, id, 0, 0)
+	var succeeded map[string]any
+	for _, e := range evs {
+		seen.Write(e.Data)
+		if e.Type == EventRunSucceeded {
+			_ = json.Unmarshal(e.Data, &succeeded)
+		}
+	}
+	for _, name := range []string{"up", "b64", "cut", "short"} {
+		if succeeded[name] != "***" {
+			t.Errorf("run.succeeded shows output %s as %v, want ***", name, succeeded[name])
+		}
+	}
+	if succeeded["status"] != "succeeded" {
+		t.Errorf("a value read from no secret is masked: %v", succeeded["status"])
+	}
+	steps, _ := h.store.Steps(ctx, id)
+	for _, st := range steps {
+		switch st.StepID {
+		case "up", "b64", "cut", "say":
+			var s string
+			if json.Unmarshal(st.Output, &s) != nil || !strings.HasPrefix(s, "sealed:") {
+				t.Errorf("output of %s stored as %s, want sealed", st.StepID, st.Output)
+			}
+		case "plain":
+			if string(st.Output) != "9" {
+				t.Errorf("output of plain stored as %s", st.Output)
+			}
+		}
+	}
+	h.close() // every page is in the database and WAL files now
+	for _, f := range []string{h.path, h.path + "-wal"} {
+		if b, err := os.ReadFile(f); err == nil {
+			seen.Write(b)
+		}
+	}
+	for _, s := range derivedForms() {
+		if bytes.Contains(seen.Bytes(), []byte(s)) {
+			t.Errorf("%q found in clear", s)
+		}
+	}
+}
+
+// TestDerivedSecretUsableLaterAndAfterRestart: a later step computes with
+// a secret step output in clear (stored sealed, opened when the run is
+// loaded again), and declassify makes a value shown in clear.
+func TestDerivedSecretUsableLaterAndAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	const doc = `version: 1
+name: declassified
+inputs:
+  token: {type: string, secret: true}
+steps:
+  - id: up
+    uses: transform
+    with: {value: "${{ upper(inputs.token) }}"}
+  - id: wait
+    ask: {prompt: "Go on?", type: boolean}
+  - id: check
+    uses: transform
+    with: {value: "${{ declassify(lower(steps.up.output) == inputs.token) }}"}
+outputs:
+  same: ${{ steps.check.output }}
+  length: ${{ declassify(len(steps.up.output)) }}
+  up: ${{ steps.up.output }}
+`
+	id, err := h.start(doc, map[string]any{"token": derivedToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(id)
+	tok := h.pause(id).Token
+	h.close()
+	h.open() // the run is loaded afresh: its sealed output is opened
+	if _, err := h.eng.Continue(ctx, tok, true); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	var out map[string]any
+	_ = json.Unmarshal(r.Outputs, &out)
+	if r.Status != store.StatusSucceeded || out["same"] != true || out["length"] != float64(len(derivedToken)) {
+		t.Fatalf("status %s outputs %s error %s", r.Status, r.Outputs, r.Error)
+	}
+	if s, _ := out["up"].(string); !strings.HasPrefix(s, "sealed:") {
+		t.Fatalf("secret output stored as %v", out["up"])
+	}
+}
