@@ -108,9 +108,16 @@ func (e *Engine) startChild(ctx context.Context, rs *runState, sx *stepExec, env
 		}
 		inputs, _ = v.(map[string]any)
 	}
+	// What the step computes from secrets stays secret in the child.
+	var sealed []string
+	for name, v := range sx.s.With {
+		if rs.secrets().Value(v) {
+			sealed = append(sealed, name)
+		}
+	}
 	id = attemptChildID(rs.run.ID, sx.key, sx.visit, sx.attempt)
 	_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
-		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir})
+		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir, Sealed: sealed})
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		var ee *Error
 		if errors.As(err, &ee) {
@@ -141,15 +148,14 @@ func (e *Engine) childSecrets(ctx context.Context, rs *runState, stepID string, 
 	if !ok || len(m) == 0 {
 		return out, nil
 	}
-	wf, err := e.definition(ctx, child.Version)
+	_, sec, err := e.RunSecrets(ctx, child)
 	if err != nil {
 		return nil, err
 	}
-	sec := wf.Secrets()
 	if !sec.HasRunOutputs() {
 		return out, nil
 	}
-	open := rs.wf.Secrets().StepOutput(stepID)
+	open := rs.secrets().StepOutput(stepID)
 	for name, v := range m {
 		s, isStr := v.(string)
 		if !sec.RunOutput(name) || !isStr || !secret.IsSealed(s) {
@@ -162,6 +168,9 @@ func (e *Engine) childSecrets(ctx context.Context, rs *runState, stepID string, 
 		clear, err := e.open(s)
 		if err != nil {
 			return nil, fmt.Errorf("output %q of sub-workflow run %s: %w", name, child.ID, err)
+		}
+		if text, ok := clear.(string); ok {
+			rs.mask.Add(text) // wholly secret
 		}
 		m[name] = clear
 	}

@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/secret"
+	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -15,12 +19,13 @@ import (
 // live only in memory, where the run's masker learns them so that events,
 // errors, outputs and logs show *** instead.
 
-// sealInputs turns resolved inputs into their stored form.
-func (e *Engine) sealInputs(wf *workflow.Workflow, inputs map[string]any, fromEnv map[string]string) (json.RawMessage, error) {
+// sealInputs turns resolved inputs into their stored form: secret ones,
+// and those named in sealed, sealed.
+func (e *Engine) sealInputs(wf *workflow.Workflow, inputs map[string]any, fromEnv map[string]string, sealed []string) (json.RawMessage, error) {
 	stored := make(map[string]any, len(inputs))
 	for name, v := range inputs {
 		in := wf.Inputs[name]
-		if in == nil || !in.Secret {
+		if in == nil || (!in.Secret && !slices.Contains(sealed, name)) {
 			stored[name] = v
 			continue
 		}
@@ -38,8 +43,8 @@ func (e *Engine) sealInputs(wf *workflow.Workflow, inputs map[string]any, fromEn
 }
 
 // openInputs turns stored inputs back into clear values, teaching the
-// masker the secret ones.
-func (e *Engine) openInputs(wf *workflow.Workflow, raw json.RawMessage, mask *secret.Masker) (map[string]any, error) {
+// masker the secret ones (those sec says are).
+func (e *Engine) openInputs(wf *workflow.Workflow, raw json.RawMessage, mask *secret.Masker, sec *workflow.Secrets) (map[string]any, error) {
 	inputs := map[string]any{}
 	if len(raw) == 0 {
 		return inputs, nil
@@ -48,8 +53,7 @@ func (e *Engine) openInputs(wf *workflow.Workflow, raw json.RawMessage, mask *se
 		return nil, fmt.Errorf("inputs: %w", err)
 	}
 	for name, v := range inputs {
-		in := wf.Inputs[name]
-		if in == nil || !in.Secret {
+		if wf.Inputs[name] == nil || !sec.Input(name) {
 			continue
 		}
 		clear, err := e.open(v)
@@ -154,7 +158,7 @@ func maskedJSON(mask *secret.Masker, v any) (json.RawMessage, error) {
 // slice of it, "Bearer " + token — is masked wherever it shows. Nil when
 // the workflow has no secret.
 func (rs *runState) learner() expr.Observer {
-	sec := rs.wf.Secrets()
+	sec := rs.secrets()
 	if sec.None() {
 		return nil
 	}
@@ -165,30 +169,14 @@ func (rs *runState) learner() expr.Observer {
 	}
 }
 
-// learnStrings teaches the masker the strings a secret value holds (not
-// its numbers and booleans, which would mask every true and 200 of the
-// run's text; the value itself is stored sealed and shown as ***).
-func learnStrings(mask *secret.Masker, v any) {
-	switch x := v.(type) {
-	case string:
-		mask.Add(x)
-	case map[string]any:
-		for _, e := range x {
-			learnStrings(mask, e)
-		}
-	case []any:
-		for _, e := range x {
-			learnStrings(mask, e)
-		}
-	}
-}
-
 // storedOutput is the stored form of a step's output and what later steps
 // see of it: sealed (and seen in clear) when the output is secret
-// (workflow.Secrets.StepOutput), else with every known secret masked.
+// (workflow.Secrets.StepOutput), else with every known secret masked. The
+// masker is not taught a secret output's strings (a transform's map may
+// hold plain words beside a secret): it knows already what the secret
+// expressions that made it rendered.
 func (e *Engine) storedOutput(rs *runState, stepID string, v any) (json.RawMessage, any, error) {
-	if rs.wf.Secrets().StepOutput(stepID) {
-		learnStrings(rs.mask, v)
+	if rs.secrets().StepOutput(stepID) {
 		s, err := e.seal(v)
 		if err != nil {
 			return nil, nil, err
@@ -205,30 +193,24 @@ func (e *Engine) storedOutput(rs *runState, stepID string, v any) (json.RawMessa
 	return out, masked, nil
 }
 
-// openOutput reads a stored step output: a secret one is opened (and its
-// strings learned by the masker). One recorded before its step's output
-// was secret is read as it was stored.
+// openOutput reads a stored step output: a secret one is opened. One
+// recorded before its step's output was secret is read as it was stored.
 func (e *Engine) openOutput(rs *runState, stepID string, raw json.RawMessage) (any, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
 	}
-	if s, ok := v.(string); !ok || !secret.IsSealed(s) || !rs.wf.Secrets().StepOutput(stepID) {
+	if s, ok := v.(string); !ok || !secret.IsSealed(s) || !rs.secrets().StepOutput(stepID) {
 		return v, nil
 	}
-	clear, err := e.open(v)
-	if err != nil {
-		return nil, err
-	}
-	learnStrings(rs.mask, clear)
-	return clear, nil
+	return e.open(v)
 }
 
 // runOutputs renders a finishing run's outputs: the stored form (secret
 // ones sealed, the rest masked) and the form its event shows (secret ones
 // as ***). name is the output that failed to render, with its error.
 func (e *Engine) runOutputs(rs *runState, env map[string]any) (stored, shown json.RawMessage, name string, err error) {
-	sec := rs.wf.Secrets()
+	sec := rs.secrets()
 	observe := rs.learner()
 	values := make(map[string]any, len(rs.wf.Outputs))
 	for n, tmpl := range rs.wf.Outputs {
@@ -244,14 +226,12 @@ func (e *Engine) runOutputs(rs *runState, env map[string]any) (stored, shown jso
 		if !sec.RunOutput(n) {
 			continue
 		}
-		learnStrings(rs.mask, v)
 		s, err := e.seal(v)
 		if err != nil {
 			return nil, nil, "", err
 		}
 		st[n], sh[n] = s, secret.Redacted
 	}
-	// Masked once every secret output is learned.
 	for n, v := range values {
 		if !sec.RunOutput(n) {
 			st[n] = rs.mask.MaskValue(v)
@@ -263,4 +243,21 @@ func (e *Engine) runOutputs(rs *runState, env map[string]any) (stored, shown jso
 	}
 	shown, err = json.Marshal(sh)
 	return stored, shown, "", err
+}
+
+// RunSecrets returns a run's workflow and where secrets flow in the run
+// (the workflow's rules with the inputs the run was given sealed): what a
+// view shows as ***.
+func (e *Engine) RunSecrets(ctx context.Context, run store.Run) (*workflow.Workflow, *workflow.Secrets, error) {
+	wf, err := e.definition(ctx, run.Version)
+	if err != nil {
+		return nil, nil, err
+	}
+	var st struct {
+		Sealed []string `json:"sealed"`
+	}
+	if len(run.State) > 0 && bytes.Contains(run.State, []byte(`"sealed"`)) {
+		_ = json.Unmarshal(run.State, &st)
+	}
+	return wf, wf.SecretsWith(st.Sealed), nil
 }

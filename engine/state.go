@@ -43,6 +43,10 @@ type State struct {
 	// its sub-workflows may live there. Stored so that any process that
 	// resumes the run finds them.
 	Dir string `json:"dir,omitempty"`
+	// Sealed names the inputs, not marked secret by the workflow, that the
+	// run was given values computed from secrets (by the step of a parent
+	// run): they are stored sealed and are secret in this run.
+	Sealed []string `json:"sealed,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.
@@ -136,6 +140,17 @@ type runState struct {
 	// ahead is the pipeline of the driver that holds the run (nil outside
 	// a driver: every commit is waited for).
 	ahead *ahead
+	// sec is where secrets flow in this run (set when it is loaded).
+	sec *workflow.Secrets
+}
+
+// secrets is where secrets flow in the run: the workflow's rules, with the
+// inputs the run was given sealed (State.Sealed).
+func (rs *runState) secrets() *workflow.Secrets {
+	if rs.sec != nil {
+		return rs.sec
+	}
+	return rs.wf.SecretsWith(rs.state.Sealed)
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
@@ -188,7 +203,8 @@ func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) 
 			return nil, fmt.Errorf("load run %s: state: %w", id, err)
 		}
 	}
-	if rs.inputs, err = e.openInputs(wf, run.Inputs, rs.mask); err != nil {
+	rs.sec = wf.SecretsWith(rs.state.Sealed)
+	if rs.inputs, err = e.openInputs(wf, run.Inputs, rs.mask, rs.sec); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
 	}
 	for _, s := range workflow.Flatten(wf.Steps) {

@@ -165,3 +165,73 @@ outputs:
 		t.Fatalf("secret output stored as %v", out["up"])
 	}
 }
+
+// TestDerivedSecretPassedToSubWorkflow: a value computed from a secret and
+// passed to a sub-workflow input not marked secret is secret in the child
+// too (its input stored sealed, its outputs from it sealed), and the
+// calling step gets the child's secret outputs in clear to compute with.
+func TestDerivedSecretPassedToSubWorkflow(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	library(t, h, map[string]string{"child": `version: 1
+name: child
+inputs:
+  key: {type: string}
+  label: {type: string}
+steps:
+  - id: tail
+    uses: transform
+    with: {value: "${{ inputs.key[4:] }}"}
+outputs:
+  tail: ${{ steps.tail.output }}
+  label: ${{ inputs.label }}
+`})
+	doc := `version: 1
+name: parent
+inputs:
+  token: {type: string, secret: true}
+steps:
+  - id: call
+    workflow: child
+    with: {key: "${{ upper(inputs.token) }}", label: plain}
+outputs:
+  ok: ${{ declassify(steps.call.output.tail == upper(inputs.token)[4:]) }}
+  label: ${{ declassify(steps.call.output.label) }}
+`
+	id, err := h.start(doc, map[string]any{"token": derivedToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	var out map[string]any
+	_ = json.Unmarshal(r.Outputs, &out)
+	if r.Status != store.StatusSucceeded || out["ok"] != true || out["label"] != "plain" {
+		t.Fatalf("status %s outputs %s error %s", r.Status, r.Outputs, r.Error)
+	}
+	kids, err := h.eng.Children(ctx, r)
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("children %v %v", kids, err)
+	}
+	child := kids[0]
+	var inputs map[string]any
+	_ = json.Unmarshal(child.Inputs, &inputs)
+	if s, _ := inputs["key"].(string); !strings.HasPrefix(s, "sealed:") || inputs["label"] != "plain" {
+		t.Fatalf("child inputs stored as %s", child.Inputs)
+	}
+	_, sec, err := h.eng.RunSecrets(ctx, child)
+	if err != nil || !sec.Input("key") || sec.Input("label") || !sec.RunOutput("tail") || sec.RunOutput("label") {
+		t.Fatalf("child secrets: %v %+v", err, sec)
+	}
+	h.close()
+	var seen []byte
+	for _, f := range []string{h.path, h.path + "-wal"} {
+		if b, err := os.ReadFile(f); err == nil {
+			seen = append(seen, b...)
+		}
+	}
+	for _, s := range []string{strings.ToUpper(derivedToken), strings.ToUpper(derivedToken)[4:]} {
+		if bytes.Contains(seen, []byte(s)) {
+			t.Errorf("%q found in clear", s)
+		}
+	}
+}

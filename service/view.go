@@ -63,7 +63,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 			return nil, err
 		}
 	}
-	wf, _ := s.Engine.Definition(ctx, run.Version)
+	wf, sec, _ := s.Engine.RunSecrets(ctx, run)
 	for _, st := range rows.steps {
 		sv := StepView{ID: st.StepID, Visit: st.Visit, Status: st.Status, Error: st.Error, Attempts: st.Attempts,
 			StartedAt: st.StartedAt, DurationMS: st.FinishedAt.Sub(st.StartedAt).Milliseconds()}
@@ -73,7 +73,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		if st.Key != st.StepID {
 			sv.Key = st.Key
 		}
-		if len(st.Output) > 0 && wf != nil && wf.Secrets().StepOutput(st.StepID) {
+		if len(st.Output) > 0 && sec != nil && sec.StepOutput(st.StepID) {
 			sv.Output = secret.Redacted // secret by provenance, however short
 		} else {
 			_ = json.Unmarshal(st.Output, &sv.Output)
@@ -182,18 +182,18 @@ func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
 	if !okInputs && len(v.Outputs) == 0 {
 		return v
 	}
-	wf, err := s.Engine.Definition(ctx, run.Version)
-	if err == nil && wf.Secrets().HasRunOutputs() {
+	wf, sec, err := s.Engine.RunSecrets(ctx, run)
+	if err == nil && sec.HasRunOutputs() {
 		for name := range v.Outputs {
-			if wf.Secrets().RunOutput(name) {
+			if sec.RunOutput(name) {
 				v.Outputs[name] = secret.Redacted // stored sealed
 			}
 		}
 	}
 	if okInputs {
 		if err == nil {
-			for name, in := range wf.Inputs {
-				if in.Secret && inputs[name] != nil {
+			for name := range wf.Inputs {
+				if sec.Input(name) && inputs[name] != nil {
 					inputs[name] = secret.Redacted
 				}
 			}

@@ -52,9 +52,22 @@ func (w *Workflow) Secrets() *Secrets {
 	return w.secrets.Load()
 }
 
-func analyzeSecrets(w *Workflow) *Secrets {
+// SecretsWith is Secrets with more inputs secret than the workflow marks:
+// those a run was given values computed from secrets (a sub-workflow
+// called with them). It is computed anew on every call.
+func (w *Workflow) SecretsWith(inputs []string) *Secrets {
+	if len(inputs) == 0 {
+		return w.Secrets()
+	}
+	return analyzeSecrets(w, inputs...)
+}
+
+func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 	s := &Secrets{inputs: map[string]bool{}, env: map[string]bool{}, answers: map[string]*Ask{},
 		outputs: map[string]bool{}, run: map[string]bool{}}
+	for _, name := range extra {
+		s.inputs[name] = true
+	}
 	for name, in := range w.Inputs {
 		if in != nil && in.Secret {
 			s.inputs[name] = true
@@ -120,6 +133,9 @@ func analyzeSecrets(w *Workflow) *Secrets {
 
 // None reports whether the workflow has no secret at all.
 func (s *Secrets) None() bool { return s.none }
+
+// Input reports whether the input of that name is secret.
+func (s *Secrets) Input(name string) bool { return s.inputs[name] }
 
 // StepOutput reports whether the output of the step is secret.
 func (s *Secrets) StepOutput(id string) bool { return s.outputs[id] }
