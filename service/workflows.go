@@ -97,6 +97,9 @@ type Validation struct {
 	Name       string               `json:"name,omitempty"`
 	Version    string               `json:"version,omitempty"`
 	Violations []workflow.Violation `json:"violations"`
+	// Warnings do not make the workflow invalid (rule secret-name: an
+	// input or question named like a credential, not marked secret).
+	Warnings []workflow.Violation `json:"warnings"`
 }
 
 // summaryCache remembers parsed library files by path, size and
@@ -501,9 +504,12 @@ func (s *Service) ValidateLibrary(name string) (Validation, error) {
 }
 
 func validationOf(res *workflow.Result) Validation {
-	v := Validation{Valid: res.Valid(), Version: res.Version, Violations: res.Violations}
+	v := Validation{Valid: res.Valid(), Version: res.Version, Violations: res.Violations, Warnings: res.Warnings}
 	if v.Violations == nil {
 		v.Violations = []workflow.Violation{}
+	}
+	if v.Warnings == nil {
+		v.Warnings = []workflow.Violation{}
 	}
 	if res.Workflow != nil {
 		v.Name = res.Workflow.Name

@@ -1,0 +1,185 @@
+package workflow
+
+import (
+	"strings"
+	"testing"
+)
+
+func mustWorkflow(t *testing.T, doc string) *Result {
+	t.Helper()
+	res := Check([]byte(doc), Options{})
+	if !res.Valid() {
+		t.Fatalf("invalid: %v", res.Violations)
+	}
+	return res
+}
+
+// TestSecretsFollowData: what reads a secret is secret, through steps,
+// groups, form fields and the environment; declassify ends it.
+func TestSecretsFollowData(t *testing.T) {
+	res := mustWorkflow(t, `version: 1
+name: flow
+env: [PLAIN]
+inputs:
+  token: {type: string, secret: true, env: API_TOKEN}
+  user: {type: string}
+steps:
+  - id: login
+    ask:
+      prompt: Login
+      fields:
+        - {name: name, type: string}
+        - {name: password, type: string, secret: true}
+  - id: up
+    uses: transform
+    with: {value: "${{ upper(inputs.token) }}"}
+  - id: again
+    uses: transform
+    with: {value: {nested: ["x${{ steps.up.output }}"]}}
+  - id: said
+    uses: log
+    with: {message: "${{ steps.login.answer.password }}"}
+  - id: named
+    uses: transform
+    with: {value: "${{ steps.login.answer.name }} ${{ inputs.user }} ${{ env.PLAIN }}"}
+  - id: fromenv
+    uses: transform
+    with: {value: "${{ env.API_TOKEN }}"}
+  - id: open
+    uses: transform
+    with: {value: "${{ declassify(len(steps.up.output)) }}"}
+  - id: call
+    uses: http
+    with: {url: "https://example.com", headers: {Authorization: "Bearer ${{ inputs.token }}"}}
+  - id: each
+    foreach: ${{ [steps.up.output] }}
+    steps:
+      - id: body
+        uses: transform
+        with: {value: "${{ item }}"}
+  - id: both
+    parallel:
+      - id: left
+        uses: transform
+        with: {value: "${{ steps.said.output }}"}
+      - id: right
+        uses: transform
+        with: {value: "${{ run.id }}"}
+outputs:
+  up: ${{ steps.up.output }}
+  short: ${{ inputs.token[0:2] }}
+  status: ${{ steps.up.status }}
+  size: ${{ steps.open.output }}
+  all: ${{ toJSON(steps) }}
+`)
+	sec := res.Workflow.Secrets()
+	for id, want := range map[string]bool{"up": true, "again": true, "said": true, "named": false, "fromenv": true,
+		"open": false, "call": false, "body": true, "each": true, "left": true, "right": false, "both": true} {
+		if got := sec.StepOutput(id); got != want {
+			t.Errorf("StepOutput(%s) = %v, want %v", id, got, want)
+		}
+	}
+	for name, want := range map[string]bool{"up": true, "short": true, "status": false, "size": false, "all": true} {
+		if got := sec.RunOutput(name); got != want {
+			t.Errorf("RunOutput(%s) = %v, want %v", name, got, want)
+		}
+	}
+	if !sec.Template("Bearer ${{ inputs.token }}") || sec.Template("${{ inputs.user }}") || sec.Template("plain") {
+		t.Error("Template misjudges")
+	}
+	if res.Workflow.Secrets() != sec {
+		t.Error("Secrets is computed again")
+	}
+	if with := res.Workflow.SecretsWith([]string{"user"}); !with.StepOutput("named") || sec.StepOutput("named") {
+		t.Error("SecretsWith does not make the input secret, or changes the workflow's")
+	}
+}
+
+// TestSecretsNoneWithoutSecrets: a workflow without secrets says so, and
+// nothing in it is secret.
+func TestSecretsNoneWithoutSecrets(t *testing.T) {
+	res := mustWorkflow(t, `version: 1
+name: plain
+inputs:
+  user: {type: string}
+steps:
+  - id: up
+    uses: transform
+    with: {value: "${{ upper(inputs.user) }}"}
+outputs:
+  up: ${{ steps.up.output }}
+`)
+	sec := res.Workflow.Secrets()
+	if !sec.None() || sec.StepOutput("up") || sec.RunOutput("up") || sec.Expr("inputs.user") {
+		t.Fatal("a workflow without secrets has secrets")
+	}
+}
+
+// TestDeclassifyTakesOneArgument: declassify is a known function of one
+// argument.
+func TestDeclassifyTakesOneArgument(t *testing.T) {
+	res := Check([]byte(`version: 1
+name: d
+inputs:
+  token: {type: string, secret: true}
+steps:
+  - id: a
+    uses: transform
+    with: {value: "${{ declassify(inputs.token, 1) }}"}
+`), Options{})
+	if res.Valid() || res.Violations[0].Rule != RuleExpression {
+		t.Fatalf("violations %v", res.Violations)
+	}
+}
+
+// TestCredentialNamesWarn: inputs, questions and form fields named like
+// credentials and not marked secret give warnings, which leave the
+// workflow valid.
+func TestCredentialNamesWarn(t *testing.T) {
+	res := Check([]byte(`version: 1
+name: w
+inputs:
+  api_key: {type: string}
+  githubToken: {type: string}
+  DB_PASSWORD: {type: string, secret: true}
+  max_tokens: {type: integer}
+  use_token: {type: boolean}
+  user: {type: string}
+steps:
+  - id: password
+    ask: {prompt: "Password?"}
+  - id: form
+    ask:
+      prompt: Login
+      fields:
+        - {name: name, type: string}
+        - {name: client_secret, type: string}
+        - {name: pin, type: string, secret: true}
+  - id: hidden_secret
+    ask: {prompt: "Secret?", secret: true}
+`), Options{})
+	if !res.Valid() {
+		t.Fatalf("warnings made it invalid: %v", res.Violations)
+	}
+	var got []string
+	for _, w := range res.Warnings {
+		if w.Rule != RuleSecretName || w.Line == 0 || w.Hint == "" {
+			t.Errorf("warning %+v", w)
+		}
+		got = append(got, w.Path)
+	}
+	want := []string{"/inputs/api_key", "/inputs/githubToken", "/steps/0", "/steps/1/ask/fields/1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("warnings at %v, want %v", got, want)
+	}
+}
+
+func TestCredentialName(t *testing.T) {
+	for name, want := range map[string]bool{"password": true, "apiKey": true, "API_KEY": true, "x-api-key": true,
+		"privateKey": true, "AWS_SECRET_ACCESS_KEY": true, "token": true, "GITHUB_TOKEN": true, "passwd": true,
+		"max_tokens": false, "keyboard": false, "username": false, "tokenizer": false, "region": false} {
+		if got := CredentialName(name); got != want {
+			t.Errorf("CredentialName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
