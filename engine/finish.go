@@ -213,7 +213,7 @@ func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, 
 		row.Status, row.Error = "failed", rs.mask.Mask(err.Error())
 		ev = e.event(rs, EventCompensationFail, d.stepID, map[string]any{"visit": d.visit, "error": row.Error}, now)
 	} else if out != nil {
-		row.Output, _ = maskedJSON(rs.mask, out)
+		row.Output = bareOutput(rs, *comp, out)
 	}
 	return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row}, Events: []store.Event{ev}}, rs.state)
 }
@@ -232,7 +232,8 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 		}
 	}
 	sx := &stepExec{s: &workflow.Step{ID: id}, key: id, visit: 1, started: started, attempt: 1}
-	out, attempts, err := e.invoke(ctx, rs, sx, workflow.Action{Uses: h.Uses, With: h.With, Timeout: h.Timeout, Retry: h.Retry}, nil)
+	op := workflow.Action{Uses: h.Uses, With: h.With, Timeout: h.Timeout, Retry: h.Retry}
+	out, attempts, err := e.invoke(ctx, rs, sx, op, nil)
 	if err == errInterrupted {
 		return errInterrupted
 	}
@@ -240,7 +241,7 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 	row := store.Step{Key: id, Visit: 1, StepID: id, Status: "succeeded", Attempts: attempts, StartedAt: started, FinishedAt: now}
 	if err == nil {
 		if out != nil {
-			row.Output, _ = maskedJSON(rs.mask, out)
+			row.Output = bareOutput(rs, op, out)
 		}
 		return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row},
 			Events: []store.Event{e.event(rs, EventHookSucceeded, id, nil, now)}}, rs.state)

@@ -261,3 +261,15 @@ func (e *Engine) RunSecrets(ctx context.Context, run store.Run) (*workflow.Workf
 	}
 	return wf, wf.SecretsWith(st.Sealed), nil
 }
+
+// bareOutput is the stored form of the output of a hook or compensation,
+// which no step reads: *** when it is secret (a data action given a secret
+// argument, as workflow.Secrets rules for steps), else masked.
+func bareOutput(rs *runState, op workflow.Action, out any) json.RawMessage {
+	if workflow.DataActions[op.Uses] && rs.secrets().Value(op.With) {
+		b, _ := json.Marshal(secret.Redacted)
+		return b
+	}
+	b, _ := maskedJSON(rs.mask, out)
+	return b
+}

@@ -37,6 +37,10 @@ steps:
   - id: plain
     uses: transform
     with: {value: "${{ len(steps.say.status) }}"}
+on_success:
+  - id: tell
+    uses: log
+    with: {message: "${{ inputs.token[0:2] }}"}
 outputs:
   up: ${{ steps.up.output }}
   b64: ${{ toBase64(steps.pw.answer) }}
@@ -94,7 +98,9 @@ func TestDerivedSecretsNeverInClear(t *testing.T) {
 		t.Errorf("a value read from no secret is masked: %v", succeeded["status"])
 	}
 	steps, _ := h.store.Steps(ctx, id)
+	hook := false
 	for _, st := range steps {
+		hook = hook || strings.HasPrefix(st.StepID, "on_success:")
 		switch st.StepID {
 		case "up", "b64", "cut", "say":
 			var s string
@@ -105,7 +111,14 @@ func TestDerivedSecretsNeverInClear(t *testing.T) {
 			if string(st.Output) != "9" {
 				t.Errorf("output of plain stored as %s", st.Output)
 			}
+		default:
+			if strings.HasPrefix(st.StepID, "on_success:") && string(st.Output) != `"***"` {
+				t.Errorf("output of hook %s stored as %s", st.StepID, st.Output)
+			}
 		}
+	}
+	if !hook {
+		t.Error("the on_success hook was not recorded")
 	}
 	h.close() // every page is in the database and WAL files now
 	for _, f := range []string{h.path, h.path + "-wal"} {
