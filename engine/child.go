@@ -141,8 +141,9 @@ func childOutcome(child store.Run, workflowName string) (out any, problem string
 	return nil, "", false
 }
 
-// childSecrets opens a finished child's secret outputs (sealed in its
-// row) for a step whose output is secret; any other step sees them as ***.
+// childSecrets opens a finished child's secret outputs (their secret
+// parts sealed in its row) for a step whose output is secret as a whole;
+// any other step sees those parts as ***.
 func (e *Engine) childSecrets(ctx context.Context, rs *runState, stepID string, child store.Run, out any) (any, error) {
 	m, ok := out.(map[string]any)
 	if !ok || len(m) == 0 {
@@ -155,26 +156,29 @@ func (e *Engine) childSecrets(ctx context.Context, rs *runState, stepID string, 
 	if !sec.HasRunOutputs() {
 		return out, nil
 	}
-	open := rs.secrets().StepOutput(stepID)
-	for name, v := range m {
+	open := rs.secrets().OutputShape(stepID)
+	var openErr error
+	part := func(v any) any {
 		s, isStr := v.(string)
-		if !sec.RunOutput(name) || !isStr || !secret.IsSealed(s) {
-			continue
+		if !isStr || !secret.IsSealed(s) {
+			return v
 		}
-		if !open {
-			m[name] = secret.Redacted
-			continue
+		if open == nil || !open.All {
+			return secret.Redacted
 		}
 		clear, err := e.open(s)
-		if err != nil {
-			return nil, fmt.Errorf("output %q of sub-workflow run %s: %w", name, child.ID, err)
+		if err != nil && openErr == nil {
+			openErr = fmt.Errorf("an output of sub-workflow run %s: %w", child.ID, err)
 		}
 		if text, ok := clear.(string); ok {
 			rs.mask.Add(text) // wholly secret
 		}
-		m[name] = clear
+		return clear
 	}
-	return m, nil
+	for name, v := range m {
+		m[name] = sec.RunOutputShape(name).Apply(v, part, nil)
+	}
+	return m, openErr
 }
 
 // awaitChild looks at the child a parent waits for.

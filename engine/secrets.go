@@ -163,47 +163,77 @@ func (rs *runState) learner() expr.Observer {
 		return nil
 	}
 	return func(src string, v any) {
-		if sec.Expr(src) {
-			learn(rs.mask, v)
-		}
+		// Only the secret parts: a reference to a partly secret output
+		// holds plain words too.
+		sec.ExprShape(src).Apply(v, func(part any) any {
+			learn(rs.mask, part)
+			return part
+		}, nil)
 	}
 }
 
 // storedOutput is the stored form of a step's output and what later steps
-// see of it: sealed (and seen in clear) when the output is secret
-// (workflow.Secrets.StepOutput), else with every known secret masked. The
-// masker is not taught a secret output's strings (a transform's map may
-// hold plain words beside a secret): it knows already what the secret
+// see of it: its secret parts (workflow.Secrets.OutputShape) sealed, and
+// seen in clear; every other part with the known secrets masked. The
+// masker is not taught a secret part's strings (a transform's map may hold
+// plain words beside a secret): it knows already what the secret
 // expressions that made it rendered.
 func (e *Engine) storedOutput(rs *runState, stepID string, v any) (json.RawMessage, any, error) {
-	if rs.secrets().StepOutput(stepID) {
-		s, err := e.seal(v)
-		if err != nil {
-			return nil, nil, err
+	sh := rs.secrets().OutputShape(stepID)
+	var sealErr error
+	stored := sh.Apply(v, func(part any) any {
+		s, err := e.seal(part)
+		if err != nil && sealErr == nil {
+			sealErr = err
 		}
-		b, err := json.Marshal(s)
-		return b, v, err
+		return s
+	}, rs.mask.MaskValue)
+	if sealErr != nil {
+		return nil, nil, sealErr
 	}
-	out, err := maskedJSON(rs.mask, v)
+	out, err := json.Marshal(stored)
 	if err != nil {
 		return nil, nil, err
 	}
-	var masked any
-	_ = json.Unmarshal(out, &masked)
-	return out, masked, nil
+	if sh == nil {
+		var masked any
+		_ = json.Unmarshal(out, &masked)
+		return out, masked, nil
+	}
+	// What a load gives: the secret parts opened, as JSON data.
+	b, err := json.Marshal(sh.Apply(v, func(part any) any { return part }, rs.mask.MaskValue))
+	if err != nil {
+		return nil, nil, err
+	}
+	var seen any
+	_ = json.Unmarshal(b, &seen)
+	return out, seen, nil
 }
 
-// openOutput reads a stored step output: a secret one is opened. One
-// recorded before its step's output was secret is read as it was stored.
+// openOutput reads a stored step output: its secret parts are opened. A
+// part recorded before it was secret is read as it was stored.
 func (e *Engine) openOutput(rs *runState, stepID string, raw json.RawMessage) (any, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
 	}
-	if s, ok := v.(string); !ok || !secret.IsSealed(s) || !rs.secrets().StepOutput(stepID) {
+	sh := rs.secrets().OutputShape(stepID)
+	if sh == nil {
 		return v, nil
 	}
-	return e.open(v)
+	var openErr error
+	v = sh.Apply(v, func(part any) any {
+		s, ok := part.(string)
+		if !ok || !secret.IsSealed(s) {
+			return part
+		}
+		clear, err := e.open(s)
+		if err != nil && openErr == nil {
+			openErr = err
+		}
+		return clear
+	}, nil)
+	return v, openErr
 }
 
 // runOutputs renders a finishing run's outputs: the stored form (secret
@@ -222,21 +252,22 @@ func (e *Engine) runOutputs(rs *runState, env map[string]any) (stored, shown jso
 	}
 	st := make(map[string]any, len(values))
 	sh := make(map[string]any, len(values))
-	for n, v := range values {
-		if !sec.RunOutput(n) {
-			continue
+	var sealErr error
+	seal := func(part any) any {
+		s, err := e.seal(part)
+		if err != nil && sealErr == nil {
+			sealErr = err
 		}
-		s, err := e.seal(v)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		st[n], sh[n] = s, secret.Redacted
+		return s
 	}
+	redact := func(any) any { return secret.Redacted }
 	for n, v := range values {
-		if !sec.RunOutput(n) {
-			st[n] = rs.mask.MaskValue(v)
-			sh[n] = st[n]
-		}
+		shape := sec.RunOutputShape(n)
+		st[n] = shape.Apply(v, seal, rs.mask.MaskValue)
+		sh[n] = shape.Apply(v, redact, rs.mask.MaskValue)
+	}
+	if sealErr != nil {
+		return nil, nil, "", sealErr
 	}
 	if stored, err = json.Marshal(st); err != nil {
 		return nil, nil, "", err

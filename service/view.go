@@ -49,6 +49,9 @@ type StepView struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
+// redact is what a view shows of a secret part of a value.
+func redact(any) any { return secret.Redacted }
+
 // GetRun returns a run's view.
 func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 	run, err := s.Store.GetRun(ctx, id)
@@ -73,10 +76,10 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		if st.Key != st.StepID {
 			sv.Key = st.Key
 		}
-		if len(st.Output) > 0 && sec != nil && sec.StepOutput(st.StepID) {
-			sv.Output = secret.Redacted // secret by provenance, however short
-		} else {
-			_ = json.Unmarshal(st.Output, &sv.Output)
+		_ = json.Unmarshal(st.Output, &sv.Output)
+		if sec != nil && sv.Output != nil {
+			// Secret by provenance, however short: stored sealed.
+			sv.Output = sec.OutputShape(st.StepID).Apply(sv.Output, redact, nil)
 		}
 		if len(st.Answer) > 0 {
 			secret := false
@@ -184,10 +187,8 @@ func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
 	}
 	wf, sec, err := s.Engine.RunSecrets(ctx, run)
 	if err == nil && sec.HasRunOutputs() {
-		for name := range v.Outputs {
-			if sec.RunOutput(name) {
-				v.Outputs[name] = secret.Redacted // stored sealed
-			}
+		for name, out := range v.Outputs {
+			v.Outputs[name] = sec.RunOutputShape(name).Apply(out, redact, nil) // stored sealed
 		}
 	}
 	if okInputs {

@@ -31,11 +31,11 @@ type Secrets struct {
 	inputs  map[string]bool
 	env     map[string]bool
 	answers map[string]*Ask // questions with a secret answer, by step id
-	outputs map[string]bool // steps whose output is secret
-	items   bool            // some foreach iterates over secret items
-	run     map[string]bool // run outputs that are secret
+	outputs map[string]*Shape // the secret parts of step outputs
+	items   bool              // some foreach iterates over secret items
+	run     map[string]*Shape // the secret parts of run outputs
 	none    bool            // nothing in the workflow is secret
-	memo    sync.Map        // expression source -> bool
+	memo    sync.Map        // expression source -> *Shape
 }
 
 // DataActions are the actions whose output is computed from their `with`:
@@ -64,7 +64,7 @@ func (w *Workflow) SecretsWith(inputs []string) *Secrets {
 
 func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 	s := &Secrets{inputs: map[string]bool{}, env: map[string]bool{}, answers: map[string]*Ask{},
-		outputs: map[string]bool{}, run: map[string]bool{}}
+		outputs: map[string]*Shape{}, run: map[string]*Shape{}}
 	for _, name := range extra {
 		s.inputs[name] = true
 	}
@@ -97,26 +97,22 @@ func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 		return s
 	}
 	// A step's output can make later (and, through goto, earlier) steps
-	// secret: go round until nothing changes.
-	for changed := true; changed; {
+	// secret: go round until nothing changes. Shapes only grow; a loop of
+	// steps passing each other's outputs on could grow them for ever, so
+	// after enough rounds what still changes becomes wholly secret.
+	rounds := 0
+	for changed := true; changed; rounds++ {
 		changed = false
 		for _, st := range steps {
 			if !s.items && st.Foreach != nil && s.value(st.Foreach) {
 				s.items, changed = true, true
 			}
-			if s.outputs[st.ID] {
-				continue
+			sh := s.stepShape(st)
+			if rounds > len(steps)+8 && sh != nil {
+				sh = allSecret
 			}
-			if (DataActions[st.Uses] || st.Workflow != "") && s.value(st.With) {
-				s.outputs[st.ID], changed = true, true
-				continue
-			}
-			// A group's output holds the outputs of the steps inside.
-			for _, in := range Flatten(append(append([]*Step{}, st.Parallel...), st.Steps...)) {
-				if s.outputs[in.ID] {
-					s.outputs[st.ID], changed = true, true
-					break
-				}
+			if !sh.equal(s.outputs[st.ID]) {
+				s.outputs[st.ID], changed = sh, true
 			}
 		}
 		if changed {
@@ -124,11 +120,99 @@ func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 		}
 	}
 	for name, v := range w.Outputs {
-		if s.value(v) {
-			s.run[name] = true
+		if sh := s.shapeOf(v); sh != nil {
+			s.run[name] = sh
 		}
 	}
 	return s
+}
+
+// stepShape is the secret part of a step's output as the outputs known so
+// far make it.
+func (s *Secrets) stepShape(st *Step) *Shape {
+	switch {
+	case st.Uses == "transform":
+		return s.shapeOf(st.With["value"])
+	case st.Uses == "log":
+		if s.value(st.With["message"]) {
+			return &Shape{Fields: map[string]*Shape{"message": allSecret}}
+		}
+		return nil
+	case st.Workflow != "":
+		if s.value(st.With) {
+			return allSecret
+		}
+		return nil
+	case st.Parallel != nil:
+		// {branch id: its output}
+		var sh *Shape
+		for _, b := range st.Parallel {
+			if b == nil {
+				continue
+			}
+			if bs := s.outputs[b.ID]; bs != nil {
+				if sh == nil {
+					sh = &Shape{Fields: map[string]*Shape{}}
+				}
+				sh.Fields[b.ID] = bs
+			}
+		}
+		return sh
+	case st.Steps != nil:
+		for _, in := range Flatten(st.Steps) {
+			if s.outputs[in.ID] != nil {
+				return allSecret
+			}
+		}
+	}
+	return nil
+}
+
+// shapeOf is the secret part of what a template value renders to: a map
+// written out keeps its secret keys apart, a template that reads a secret
+// is secret as a whole (or, when it is one reference to a step's output,
+// as that output's part), and a list with a secret element is secret.
+func (s *Secrets) shapeOf(v any) *Shape {
+	switch x := v.(type) {
+	case string:
+		if !s.Template(x) {
+			return nil
+		}
+		if sh := s.passedOn(x); sh != nil {
+			return sh
+		}
+		return allSecret
+	case map[string]any:
+		var sh *Shape
+		for k, e := range x {
+			if es := s.shapeOf(e); es != nil {
+				if sh == nil {
+					sh = &Shape{Fields: map[string]*Shape{}}
+				}
+				sh.Fields[k] = es
+			}
+		}
+		return sh
+	case []any:
+		if s.value(x) {
+			return allSecret
+		}
+	}
+	return nil
+}
+
+// passedOn is the shape of a template that is exactly one expression
+// (ExprShape); nil for any other template.
+func (s *Secrets) passedOn(t string) *Shape {
+	segs, err := expr.Scan(t)
+	if err != nil {
+		return nil
+	}
+	one, ok := expr.Single(segs)
+	if !ok {
+		return nil
+	}
+	return s.ExprShape(one.Text)
 }
 
 // None reports whether the workflow has no secret at all.
@@ -137,11 +221,20 @@ func (s *Secrets) None() bool { return s.none }
 // Input reports whether the input of that name is secret.
 func (s *Secrets) Input(name string) bool { return s.inputs[name] }
 
-// StepOutput reports whether the output of the step is secret.
-func (s *Secrets) StepOutput(id string) bool { return s.outputs[id] }
+// StepOutput reports whether the output of the step is secret, as a
+// whole or in part (OutputShape).
+func (s *Secrets) StepOutput(id string) bool { return s.outputs[id] != nil }
 
-// RunOutput reports whether the run output of that name is secret.
-func (s *Secrets) RunOutput(name string) bool { return s.run[name] }
+// OutputShape is the secret part of the step's output, nil for none.
+func (s *Secrets) OutputShape(id string) *Shape { return s.outputs[id] }
+
+// RunOutput reports whether the run output of that name is secret, as a
+// whole or in part (RunOutputShape).
+func (s *Secrets) RunOutput(name string) bool { return s.run[name] != nil }
+
+// RunOutputShape is the secret part of the run output of that name, nil
+// for none.
+func (s *Secrets) RunOutputShape(name string) *Shape { return s.run[name] }
 
 // HasRunOutputs reports whether any run output is secret.
 func (s *Secrets) HasRunOutputs() bool { return len(s.run) > 0 }
@@ -194,25 +287,37 @@ func (s *Secrets) Template(t string) bool {
 
 // Expr reports whether an expression reads a secret value. One that does
 // not parse counts as secret (it is never evaluated).
-func (s *Secrets) Expr(src string) bool {
+func (s *Secrets) Expr(src string) bool { return s.ExprShape(src) != nil }
+
+// ExprShape is the secret part of an expression's value: nil when it reads
+// no secret; the part of a step's output it is, when it is one plain
+// reference to it (steps.form.output, steps.form.output.auth); else all
+// of it.
+func (s *Secrets) ExprShape(src string) *Shape {
 	if s.none {
-		return false
+		return nil
 	}
 	if v, ok := s.memo.Load(src); ok {
-		return v.(bool)
+		return v.(*Shape)
 	}
-	secret := true
+	sh := allSecret
 	if a, err := expr.Analyze(src); err == nil {
-		secret = false
+		sh = nil
 		for _, r := range a.Refs {
 			if !r.Declassified && s.ref(r) {
-				secret = true
+				sh = allSecret
 				break
 			}
 		}
+		if sh != nil && len(a.Refs) == 1 && len(a.Calls) == 0 {
+			r := a.Refs[0]
+			if r.Root == "steps" && len(r.Path) >= 2 && r.Path[1] == "output" && strings.TrimSpace(src) == "steps."+strings.Join(r.Path, ".") {
+				sh = s.outputs[r.Path[0]].at(r.Path[2:])
+			}
+		}
 	}
-	s.memo.Store(src, secret)
-	return secret
+	s.memo.Store(src, sh)
+	return sh
 }
 
 // ref reports whether a reference reads a secret value.
@@ -230,15 +335,15 @@ func (s *Secrets) ref(r expr.Ref) bool {
 		return s.env[r.Path[0]]
 	case "steps":
 		if len(r.Path) == 0 {
-			return len(s.answers) > 0 || len(s.outputs) > 0
+			return len(s.answers) > 0 || s.anyOutput()
 		}
 		id := r.Path[0]
 		if len(r.Path) == 1 {
-			return s.answers[id] != nil || s.outputs[id]
+			return s.answers[id] != nil || s.outputs[id] != nil
 		}
 		switch r.Path[1] {
 		case "output":
-			return s.outputs[id]
+			return s.outputs[id].at(r.Path[2:]) != nil
 		case "answer":
 			a := s.answers[id]
 			if a == nil {
@@ -263,4 +368,79 @@ func (s *Secrets) ref(r expr.Ref) bool {
 		return false
 	}
 	return true // a name the checker refuses: never evaluated
+}
+
+func (s *Secrets) anyOutput() bool {
+	for _, sh := range s.outputs {
+		if sh != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Shape says which parts of a value are secret: all of it, or the parts
+// under some keys of a map (each with its own shape). A nil *Shape is
+// nothing secret.
+type Shape struct {
+	// All: the whole value is secret.
+	All bool
+	// Fields are the secret parts of a map's members, by key.
+	Fields map[string]*Shape
+}
+
+var allSecret = &Shape{All: true}
+
+// at is the shape of the part at path (member names); a part of a wholly
+// secret value is wholly secret.
+func (sh *Shape) at(path []string) *Shape {
+	for _, p := range path {
+		if sh == nil || sh.All {
+			return sh
+		}
+		sh = sh.Fields[p]
+	}
+	return sh
+}
+
+func (sh *Shape) equal(o *Shape) bool {
+	if sh == nil || o == nil {
+		return sh == o
+	}
+	if sh.All || o.All {
+		return sh.All == o.All
+	}
+	if len(sh.Fields) != len(o.Fields) {
+		return false
+	}
+	for k, f := range sh.Fields {
+		if !f.equal(o.Fields[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Apply returns v with each secret part replaced by what part returns for
+// it, and every other part by what other returns (nil keeps it); maps are
+// copied, v is not changed. A part the value does not have is skipped.
+func (sh *Shape) Apply(v any, part func(any) any, other func(any) any) any {
+	switch {
+	case sh == nil:
+		if other == nil {
+			return v
+		}
+		return other(v)
+	case sh.All:
+		return part(v)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return part(v) // not the map the workflow wrote: all of it
+	}
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		out[k] = sh.Fields[k].Apply(e, part, other)
+	}
+	return out
 }

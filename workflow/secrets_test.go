@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -182,4 +183,72 @@ func TestCredentialName(t *testing.T) {
 			t.Errorf("CredentialName(%q) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// TestSecretShapes: the secret part of an output is as precise as the
+// value written: members of a map written out, passed on by a plain
+// reference, and a group's branches.
+func TestSecretShapes(t *testing.T) {
+	res := mustWorkflow(t, `version: 1
+name: shapes
+inputs:
+  token: {type: string, secret: true}
+  user: {type: string}
+steps:
+  - id: form
+    uses: transform
+    with:
+      value:
+        user: ${{ inputs.user }}
+        auth: {scheme: bearer, token: "${{ inputs.token }}"}
+        list: ["${{ inputs.user }}", "${{ inputs.token }}"]
+  - id: passed
+    uses: transform
+    with: {value: "${{ steps.form.output.auth }}"}
+  - id: name
+    uses: transform
+    with: {value: "${{ steps.form.output.user }}"}
+  - id: group
+    parallel:
+      - id: left
+        uses: transform
+        with: {value: "${{ inputs.token }}"}
+      - id: right
+        uses: transform
+        with: {value: "${{ inputs.user }}"}
+outputs:
+  form: ${{ steps.form.output }}
+  user: ${{ steps.form.output.user }}
+  scheme: ${{ steps.passed.output.scheme }}
+  right: ${{ steps.group.output.right }}
+  left: ${{ steps.group.output.left }}
+`)
+	sec := res.Workflow.Secrets()
+	star := func(any) any { return "***" }
+	for _, c := range []struct {
+		id, value, want string
+	}{
+		{"form", `{"user":"u","auth":{"scheme":"s","token":"t"},"list":["u","t"]}`, `{"auth":{"scheme":"s","token":"***"},"list":"***","user":"u"}`},
+		{"passed", `{"scheme":"s","token":"t"}`, `{"scheme":"s","token":"***"}`},
+		{"group", `{"left":"l","right":"r"}`, `{"left":"***","right":"r"}`},
+	} {
+		var v any
+		_ = json.Unmarshal([]byte(c.value), &v)
+		if got := toJSONText(sec.OutputShape(c.id).Apply(v, star, nil)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.id, got, c.want)
+		}
+	}
+	if sec.StepOutput("name") {
+		t.Error("a plain member read from a partly secret output is secret")
+	}
+	for name, want := range map[string]bool{"form": true, "user": false, "scheme": false, "right": false, "left": true} {
+		if sec.RunOutput(name) != want {
+			t.Errorf("RunOutput(%s) = %v", name, !want)
+		}
+	}
+}
+
+func toJSONText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
