@@ -30,12 +30,12 @@ import (
 type Secrets struct {
 	inputs  map[string]bool
 	env     map[string]bool
-	answers map[string]*Ask // questions with a secret answer, by step id
+	answers map[string]*Ask   // questions with a secret answer, by step id
 	outputs map[string]*Shape // the secret parts of step outputs
 	items   bool              // some foreach iterates over secret items
 	run     map[string]*Shape // the secret parts of run outputs
-	none    bool            // nothing in the workflow is secret
-	memo    sync.Map        // expression source -> *Shape
+	none    bool              // nothing in the workflow is secret
+	memo    sync.Map          // expression source -> *Shape
 }
 
 // DataActions are the actions whose output is computed from their `with`:
