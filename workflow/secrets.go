@@ -9,24 +9,30 @@ import (
 
 // Secrets is where secret values flow in a workflow, decided from its
 // definition alone, so that the engine (which seals and masks) and every
-// view (which shows ***) agree. Its rules (WORKFLOWS.md, section 16):
+// view (which shows ***) agree. Its rules (WORKFLOWS.md, "Secrets follow
+// data"):
 //
 //   - The sources are the inputs and questions (or form fields) marked
 //     secret, and the environment variables they are read from.
 //   - An expression is secret when it reads a secret value: a secret input,
-//     a secret answer, the output of a secret step, the item of a foreach
-//     over secret items, or a whole map that holds one (inputs, steps,
-//     steps.x). A reference inside declassify(…) does not count.
+//     a secret answer, a secret part of a step's output, the item of a
+//     foreach over secret items, or a whole map that holds one (inputs,
+//     steps, steps.x). A reference inside declassify(…) does not count.
 //   - A step's output is secret when the step computes data from its
-//     arguments — transform, log, a sub-workflow — and one of its `with`
-//     templates is secret, and a group's (parallel, foreach) when the
-//     output of a step inside it is. Any other action's output is not: a credential
-//     sent in a header does not make the response secret (the run's
-//     masker still hides the secret values, and what secret expressions
-//     rendered, wherever they show).
-//   - A run output is secret when its template is.
+//     arguments and they are: a transform's value and a log's message, as
+//     precisely as they are written (the members of a map written out
+//     apart; one plain reference to a step's output passes its secret parts
+//     on; any other secret template, or a list holding one, as a whole); a
+//     sub-workflow's as a whole when one of its `with` templates is secret;
+//     a parallel group's by branch, a foreach's as a whole when a step
+//     inside has a secret output. Any other action's output is not: a
+//     credential sent in a header does not make the response secret (the
+//     run's masker still hides the secret values, and what secret
+//     expressions rendered, wherever they show).
+//   - A run output is secret as its template is (the same precision).
 //
-// A Secrets is safe for concurrent use.
+// A Shape says which parts of a value are secret. A Secrets is safe for
+// concurrent use.
 type Secrets struct {
 	inputs  map[string]bool
 	env     map[string]bool
