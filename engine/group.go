@@ -463,7 +463,7 @@ func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, en
 			return r, e.recordInstance(ctx, rs, sx, r)
 		}
 		if answer, source, envRef, ok := e.autoAnswer(rs, sx, q, env); ok {
-			isSecret := sx.s.Ask.HasSecret()
+			isSecret := rs.secrets().Answer(sx.s.ID)
 			if isSecret {
 				learn(rs.mask, answer)
 			}

@@ -80,7 +80,6 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 	if e.timedOut(sx) {
 		return e.stepFailed(ctx, rs, sx, "timed out: no answer within "+timeoutText(sx.s, env), false)
 	}
-	q := sx.s.Ask
 	req, err := e.questionRequest(ctx, rs, sx, env)
 	if errors.Is(err, errInterrupted) {
 		return err
@@ -89,11 +88,12 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 		return e.stepFailed(ctx, rs, sx, err.Error(), false)
 	}
 	if answer, source, envRef, ok := e.autoAnswer(rs, sx, req, env); ok {
-		stored, err := e.storedValue(answer, q.HasSecret(), envRef)
+		isSecret := rs.secrets().Answer(sx.s.ID)
+		stored, err := e.storedValue(answer, isSecret, envRef)
 		if err != nil {
 			return err
 		}
-		if q.HasSecret() {
+		if isSecret {
 			learn(rs.mask, answer)
 		}
 		now := e.now().UTC()
@@ -476,7 +476,7 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	}
 	sx := &stepExec{s: s, key: p.StepKey, visit: p.Visit, started: p.CreatedAt, attempt: 1, iteration: 1}
 	now := e.now().UTC()
-	isSecret := s.Ask != nil && s.Ask.HasSecret()
+	isSecret := s.Ask != nil && rs.secrets().Answer(s.ID)
 	stored, err := e.storedValue(value, isSecret, "")
 	if err != nil {
 		return res, err

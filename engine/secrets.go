@@ -110,6 +110,13 @@ func (e *Engine) storedValue(v any, isSecret bool, envRef string) (json.RawMessa
 	return json.Marshal(s)
 }
 
+// storedSecret reports whether a stored value is in a secret's stored
+// form: sealed, or an environment reference.
+func storedSecret(raw json.RawMessage) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && (secret.IsSealed(s) || secret.IsEnvRef(s))
+}
+
 // openValue reads a stored answer.
 func (e *Engine) openValue(raw json.RawMessage, isSecret bool, mask *secret.Masker) (any, error) {
 	var v any
@@ -147,8 +154,27 @@ func learn(mask *secret.Masker, v any) {
 	}
 }
 
-// maskedJSON marshals a value with every known secret masked.
+// maskedJSON marshals a value with every known secret masked. A value
+// that is not JSON data already (a struct such as a pause's Request, raw
+// JSON) is brought into the data model first: Masker.MaskValue masks only
+// strings, maps and lists, and would let a struct through as it is.
 func maskedJSON(mask *secret.Masker, v any) (json.RawMessage, error) {
+	switch v.(type) {
+	case nil, string, bool, float64, int, int64, map[string]any, []any:
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		if mask.Len() == 0 {
+			return b, nil
+		}
+		var data any
+		if err := json.Unmarshal(b, &data); err != nil {
+			return nil, err
+		}
+		v = data
+	}
 	return json.Marshal(mask.MaskValue(v))
 }
 

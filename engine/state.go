@@ -235,9 +235,13 @@ func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) 
 			}
 		}
 		if len(st.Answer) > 0 {
-			secretStep := false
-			if s := wf.Step(st.StepID); s != nil && s.Ask != nil {
-				secretStep = s.Ask.HasSecret()
+			secretStep := rs.sec.Answer(st.StepID)
+			if secretStep && !storedSecret(st.Answer) {
+				// Recorded in clear before its question's answer was
+				// secret (one computed from a secret): read as it is.
+				if s := wf.Step(st.StepID); s != nil && s.Ask != nil && !s.Ask.HasSecret() {
+					secretStep = false
+				}
 			}
 			v, err := e.openValue(st.Answer, secretStep, rs.mask)
 			if err != nil {

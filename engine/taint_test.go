@@ -261,3 +261,90 @@ outputs:
 		}
 	}
 }
+
+// TestAnswerComputedFromSecretIsSecret: a question not marked secret whose
+// auto (or default) reads a secret may be answered with a value computed
+// from it: its answer is stored sealed, and what reads it is secret.
+func TestAnswerComputedFromSecretIsSecret(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	doc := `version: 1
+name: auto
+inputs:
+  token: {type: string, secret: true}
+steps:
+  - id: key
+    ask: {prompt: "Key?", type: string, auto: "${{ upper(inputs.token) }}"}
+  - id: hint
+    ask: {prompt: "Hint for ${{ inputs.token }} (${{ upper(inputs.token) }})?", type: string, default: "${{ inputs.token[0:12] }}"}
+  - id: use
+    uses: transform
+    with: {value: "${{ steps.key.answer }}"}
+outputs:
+  key: ${{ steps.key.answer }}
+  hint: ${{ steps.hint.answer }}
+`
+	id, err := h.start(doc, map[string]any{"token": derivedToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(id)
+	if _, err := h.eng.Continue(ctx, h.pause(id).Token, derivedToken[0:12]); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(id)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("status %s %s", r.Status, r.Error)
+	}
+	steps, _ := h.store.Steps(ctx, id)
+	for _, st := range steps {
+		if st.StepID == "key" || st.StepID == "hint" {
+			if !storedSecret(st.Answer) {
+				t.Errorf("answer of %s stored as %s, want sealed", st.StepID, st.Answer)
+			}
+		}
+		if st.StepID == "use" && !strings.Contains(string(st.Output), "sealed:") {
+			t.Errorf("output of use stored as %s, want sealed", st.Output)
+		}
+	}
+	h.close()
+	var seen []byte
+	for _, f := range []string{h.path, h.path + "-wal"} {
+		if b, err := os.ReadFile(f); err == nil {
+			seen = append(seen, b...)
+		}
+	}
+	for _, s := range []string{derivedToken, strings.ToUpper(derivedToken), derivedToken[0:12]} {
+		if bytes.Contains(seen, []byte(s)) {
+			t.Errorf("%q found in clear", s)
+		}
+	}
+}
+
+// TestSecretInPromptIsMasked: a question's prompt that shows a secret is
+// stored masked (a pause's request is a struct, which the masker let
+// through as it was).
+func TestSecretInPromptIsMasked(t *testing.T) {
+	h := newHarness(t)
+	id, err := h.start(`version: 1
+name: prompt
+inputs:
+  token: {type: string, secret: true}
+steps:
+  - id: hint
+    ask: {prompt: "Hint for ${{ inputs.token }}?", type: string}
+`, map[string]any{"token": derivedToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(id)
+	if p := h.pause(id); p.Prompt != "Hint for ***?" {
+		t.Fatalf("pause %+v", p)
+	}
+	h.close()
+	b, _ := os.ReadFile(h.path + "-wal")
+	b2, _ := os.ReadFile(h.path)
+	if bytes.Contains(append(b, b2...), []byte(derivedToken)) {
+		t.Fatal("the secret input is in the database in clear")
+	}
+}

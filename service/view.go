@@ -82,12 +82,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 			sv.Output = sec.OutputShape(st.StepID).Apply(sv.Output, redact, nil)
 		}
 		if len(st.Answer) > 0 {
-			secret := false
-			if wf != nil {
-				if step := wf.Step(st.StepID); step != nil && step.Ask != nil {
-					secret = step.Ask.HasSecret()
-				}
-			}
+			secret := wf != nil && sec.Answer(st.StepID)
 			if secret {
 				sv.Answer = "***"
 			} else {

@@ -37,6 +37,7 @@ type Secrets struct {
 	inputs  map[string]bool
 	env     map[string]bool
 	answers map[string]*Ask   // questions with a secret answer, by step id
+	derived map[string]bool   // questions answered from a secret (auto, default)
 	outputs map[string]*Shape // the secret parts of step outputs
 	items   bool              // some foreach iterates over secret items
 	run     map[string]*Shape // the secret parts of run outputs
@@ -70,7 +71,7 @@ func (w *Workflow) SecretsWith(inputs []string) *Secrets {
 
 func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 	s := &Secrets{inputs: map[string]bool{}, env: map[string]bool{}, answers: map[string]*Ask{},
-		outputs: map[string]*Shape{}, run: map[string]*Shape{}}
+		derived: map[string]bool{}, outputs: map[string]*Shape{}, run: map[string]*Shape{}}
 	for _, name := range extra {
 		s.inputs[name] = true
 	}
@@ -113,6 +114,9 @@ func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 			if !s.items && st.Foreach != nil && s.value(st.Foreach) {
 				s.items, changed = true, true
 			}
+			if a := st.Ask; a != nil && s.answers[st.ID] == nil && !s.derived[st.ID] && s.answeredFromSecret(a) {
+				s.derived[st.ID], changed = true, true
+			}
 			sh := s.stepShape(st)
 			if rounds > len(steps)+8 && sh != nil {
 				sh = allSecret
@@ -131,6 +135,26 @@ func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 		}
 	}
 	return s
+}
+
+// answeredFromSecret reports whether a question not marked secret may be
+// answered with a value computed from a secret: its auto or default (or a
+// form field's) reads one.
+func (s *Secrets) answeredFromSecret(a *Ask) bool {
+	if s.value(a.Default) {
+		return true
+	}
+	if a.Auto != "" {
+		if src, _, err := expr.Condition(string(a.Auto)); err == nil && s.Expr(src) {
+			return true
+		}
+	}
+	for _, f := range a.Fields {
+		if f != nil && s.answeredFromSecret(&f.Ask) {
+			return true
+		}
+	}
+	return false
 }
 
 // stepShape is the secret part of a step's output as the outputs known so
@@ -226,6 +250,12 @@ func (s *Secrets) None() bool { return s.none }
 
 // Input reports whether the input of that name is secret.
 func (s *Secrets) Input(name string) bool { return s.inputs[name] }
+
+// Answer reports whether the answer of the question is secret: the
+// question (or a field of its form) is marked secret, or it may be
+// answered with a value computed from a secret (its auto or default reads
+// one), which is stored sealed too.
+func (s *Secrets) Answer(id string) bool { return s.answers[id] != nil || s.derived[id] }
 
 // StepOutput reports whether the output of the step is secret, as a
 // whole or in part (OutputShape).
@@ -341,16 +371,19 @@ func (s *Secrets) ref(r expr.Ref) bool {
 		return s.env[r.Path[0]]
 	case "steps":
 		if len(r.Path) == 0 {
-			return len(s.answers) > 0 || s.anyOutput()
+			return len(s.answers) > 0 || len(s.derived) > 0 || s.anyOutput()
 		}
 		id := r.Path[0]
 		if len(r.Path) == 1 {
-			return s.answers[id] != nil || s.outputs[id] != nil
+			return s.Answer(id) || s.outputs[id] != nil
 		}
 		switch r.Path[1] {
 		case "output":
 			return s.outputs[id].at(r.Path[2:]) != nil
 		case "answer":
+			if s.derived[id] {
+				return true
+			}
 			a := s.answers[id]
 			if a == nil {
 				return false
