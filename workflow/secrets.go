@@ -13,7 +13,8 @@ import (
 // data"):
 //
 //   - The sources are the inputs and questions (or form fields) marked
-//     secret, and the environment variables they are read from.
+//     secret, the environment variables they are read from, and the
+//     questions whose auto or default reads a secret.
 //   - An expression is secret when it reads a secret value: a secret input,
 //     a secret answer, a secret part of a step's output, the item of a
 //     foreach over secret items, or a whole map that holds one (inputs,

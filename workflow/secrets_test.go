@@ -252,3 +252,35 @@ func toJSONText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestAnswerFromSecretIsSecret: a question whose auto or default reads a
+// secret has a secret answer; one that reads none does not.
+func TestAnswerFromSecretIsSecret(t *testing.T) {
+	res := mustWorkflow(t, `version: 1
+name: answers
+inputs:
+  token: {type: string, secret: true}
+  user: {type: string}
+steps:
+  - id: auto
+    ask: {prompt: "A?", auto: "${{ upper(inputs.token) }}"}
+  - id: fallback
+    ask: {prompt: "B?", default: "${{ inputs.token }}"}
+  - id: plain
+    ask: {prompt: "C?", default: "${{ inputs.user }}"}
+  - id: open
+    ask: {prompt: "D?", auto: "declassify(len(inputs.token))"}
+  - id: echo
+    uses: transform
+    with: {value: "${{ steps.auto.answer }}"}
+`)
+	sec := res.Workflow.Secrets()
+	for id, want := range map[string]bool{"auto": true, "fallback": true, "plain": false, "open": false} {
+		if sec.Answer(id) != want {
+			t.Errorf("Answer(%s) = %v", id, !want)
+		}
+	}
+	if !sec.StepOutput("echo") {
+		t.Error("what reads a secret answer is not secret")
+	}
+}
