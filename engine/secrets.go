@@ -178,6 +178,12 @@ func maskedJSON(mask *secret.Masker, v any) (json.RawMessage, error) {
 	return json.Marshal(mask.MaskValue(v))
 }
 
+// maxLearned bounds the values a run's masker holds for searching text
+// (each search costs time with each value): a loop that renders a new
+// value from a secret at every turn stops adding them there. Storage and
+// views do not depend on it: they go by where a value comes from.
+const maxLearned = 1024
+
 // learner is the observer of a run's renders: the value of every secret
 // expression (one that reads a secret, workflow.Secrets) is learned by the
 // run's masker, so that a value derived from a secret — upper(token), a
@@ -189,6 +195,9 @@ func (rs *runState) learner() expr.Observer {
 		return nil
 	}
 	return func(src string, v any) {
+		if rs.mask.Len() >= maxLearned {
+			return // masking costs grow with the values; what is secret stays sealed and ***
+		}
 		// Only the secret parts: a reference to a partly secret output
 		// holds plain words too.
 		sec.ExprShape(src).Apply(v, func(part any) any {
