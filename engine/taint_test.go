@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // derivedFlow computes values from a secret input and a secret answer:
@@ -346,5 +349,27 @@ steps:
 	b2, _ := os.ReadFile(h.path)
 	if bytes.Contains(append(b, b2...), []byte(derivedToken)) {
 		t.Fatal("the secret input is in the database in clear")
+	}
+}
+
+// TestLearnedValuesBounded: a run's masker stops learning derived values
+// at maxLearned, whatever a loop renders.
+func TestLearnedValuesBounded(t *testing.T) {
+	res := workflow.Check([]byte(`version: 1
+name: many
+inputs:
+  token: {type: string, secret: true}
+steps:
+  - id: a
+    uses: transform
+    with: {value: "${{ inputs.token + string(1) }}"}
+`), workflow.Options{})
+	rs := &runState{wf: res.Workflow, mask: secret.NewMasker()}
+	observe := rs.learner()
+	for i := range 3 * maxLearned {
+		observe("inputs.token + string(1)", fmt.Sprintf("%s-%d", derivedToken, i))
+	}
+	if n := rs.mask.Len(); n != maxLearned {
+		t.Fatalf("the masker holds %d values, want %d", n, maxLearned)
 	}
 }
