@@ -66,7 +66,9 @@ type WorkflowDetail struct {
 	Steps      []StepOutline        `json:"steps,omitempty"`
 	References []workflow.Reference `json:"references,omitempty"`
 	Violations []workflow.Violation `json:"violations,omitempty"`
-	Stats      RunStats             `json:"stats"`
+	// Warnings do not make it invalid (rule secret-name).
+	Warnings []workflow.Violation `json:"warnings,omitempty"`
+	Stats    RunStats             `json:"stats"`
 }
 
 // StepOutline is a step's id, kind and title.
@@ -378,7 +380,7 @@ func (s *Service) GetLibraryEntry(ctx context.Context, name string, draft bool) 
 		return nil, fmt.Errorf("read workflow %q: %w", name, err)
 	}
 	res := s.check(data, filepath.Dir(p))
-	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p, data), Content: string(data), Violations: res.Violations}
+	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p, data), Content: string(data), Violations: res.Violations, Warnings: res.Warnings}
 	d.Draft = draft
 	if res.Source != nil {
 		if canon, err := workflow.Canonical(res.Source.Value); err == nil {
