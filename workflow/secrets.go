@@ -166,7 +166,7 @@ func (s *Secrets) stepShape(st *Step) *Shape {
 		return s.shapeOf(st.With["value"])
 	case st.Uses == "log":
 		if s.value(st.With["message"]) {
-			return &Shape{Fields: map[string]*Shape{"message": allSecret}}
+			return fields(map[string]*Shape{"message": allSecret})
 		}
 		return nil
 	case st.Workflow != "":
@@ -176,19 +176,13 @@ func (s *Secrets) stepShape(st *Step) *Shape {
 		return nil
 	case st.Parallel != nil:
 		// {branch id: its output}
-		var sh *Shape
+		f := map[string]*Shape{}
 		for _, b := range st.Parallel {
-			if b == nil {
-				continue
-			}
-			if bs := s.outputs[b.ID]; bs != nil {
-				if sh == nil {
-					sh = &Shape{Fields: map[string]*Shape{}}
-				}
-				sh.Fields[b.ID] = bs
+			if b != nil && s.outputs[b.ID] != nil {
+				f[b.ID] = s.outputs[b.ID]
 			}
 		}
-		return sh
+		return fields(f)
 	case st.Steps != nil:
 		for _, in := range Flatten(st.Steps) {
 			if s.outputs[in.ID] != nil {
@@ -214,16 +208,13 @@ func (s *Secrets) shapeOf(v any) *Shape {
 		}
 		return allSecret
 	case map[string]any:
-		var sh *Shape
+		f := map[string]*Shape{}
 		for k, e := range x {
 			if es := s.shapeOf(e); es != nil {
-				if sh == nil {
-					sh = &Shape{Fields: map[string]*Shape{}}
-				}
-				sh.Fields[k] = es
+				f[k] = es
 			}
 		}
-		return sh
+		return fields(f)
 	case []any:
 		if s.value(x) {
 			return allSecret
@@ -427,9 +418,33 @@ type Shape struct {
 	All bool
 	// Fields are the secret parts of a map's members, by key.
 	Fields map[string]*Shape
+	// depth is how deep Fields nest (0 for All).
+	depth int
 }
 
 var allSecret = &Shape{All: true}
+
+// maxShapeDepth bounds how deep a shape keeps members apart: deeper, the
+// member is secret as a whole. Shapes are passed on from step to step and
+// nest one level more at each; without a bound a chain of steps would
+// build shapes that cost time exponential in its length to compare.
+const maxShapeDepth = 8
+
+// fields makes the shape of a map whose secret members have the given
+// shapes: nil for none, wholly secret when it would nest too deep.
+func fields(f map[string]*Shape) *Shape {
+	if len(f) == 0 {
+		return nil
+	}
+	d := 0
+	for _, sh := range f {
+		d = max(d, sh.depth)
+	}
+	if d+1 > maxShapeDepth {
+		return allSecret
+	}
+	return &Shape{Fields: f, depth: d + 1}
+}
 
 // at is the shape of the part at path (member names); a part of a wholly
 // secret value is wholly secret.
@@ -444,8 +459,11 @@ func (sh *Shape) at(path []string) *Shape {
 }
 
 func (sh *Shape) equal(o *Shape) bool {
-	if sh == nil || o == nil {
-		return sh == o
+	if sh == o {
+		return true
+	}
+	if sh == nil || o == nil || sh.depth != o.depth {
+		return false
 	}
 	if sh.All || o.All {
 		return sh.All == o.All

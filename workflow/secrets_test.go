@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -282,5 +283,29 @@ steps:
 	}
 	if !sec.StepOutput("echo") {
 		t.Error("what reads a secret answer is not secret")
+	}
+}
+
+// TestShapesStayShallow: a chain of steps each passing on the previous
+// output twice (whole and a member) gives shapes of bounded depth (they
+// would otherwise double at each step, and so would the time to compare
+// them), and the end of the chain is still secret.
+func TestShapesStayShallow(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: chain\ninputs:\n  token: {type: string, secret: true}\nsteps:\n" +
+		"  - id: s0\n    uses: transform\n    with: {value: \"${{ inputs.token }}\"}\n")
+	const n = 200
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  - id: s%d\n    uses: transform\n    with: {value: {a: \"${{ steps.s%d.output }}\", b: \"${{ steps.s%d.output.a }}\", c: plain}}\n", i, i-1, i-1)
+	}
+	sec := mustWorkflow(t, b.String()).Workflow.Secrets()
+	last := sec.OutputShape(fmt.Sprintf("s%d", n-1))
+	if last == nil || last.depth > maxShapeDepth || last.Fields["c"] != nil {
+		t.Fatalf("shape of the last step: %+v", last)
+	}
+	for i := range n {
+		if sh := sec.OutputShape(fmt.Sprintf("s%d", i)); sh == nil || sh.depth > maxShapeDepth {
+			t.Fatalf("s%d: %+v", i, sh)
+		}
 	}
 }
