@@ -84,7 +84,9 @@ func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 			}
 		}
 	}
-	steps := Flatten(w.Steps)
+	// Children before their group, earlier steps before later ones: the
+	// order in which outputs can be read, so one round settles nearly all.
+	steps := postOrder(w.Steps, nil)
 	for _, st := range steps {
 		a := st.Ask
 		if a == nil || !a.HasSecret() {
@@ -119,7 +121,7 @@ func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 				s.derived[st.ID], changed = true, true
 			}
 			sh := s.stepShape(st)
-			if rounds > len(steps)+8 && sh != nil {
+			if rounds > maxRounds && sh != nil {
 				sh = allSecret
 			}
 			if !sh.equal(s.outputs[st.ID]) {
@@ -136,6 +138,24 @@ func analyzeSecrets(w *Workflow, extra ...string) *Secrets {
 		}
 	}
 	return s
+}
+
+// maxRounds bounds the rounds of the analysis that keep shapes apart;
+// after them what still changes becomes wholly secret (which settles).
+const maxRounds = 8
+
+// postOrder lists steps with what is nested in them, each group after its
+// children.
+func postOrder(steps []*Step, out []*Step) []*Step {
+	for _, s := range steps {
+		if s == nil {
+			continue
+		}
+		out = postOrder(s.Parallel, out)
+		out = postOrder(s.Steps, out)
+		out = append(out, s)
+	}
+	return out
 }
 
 // answeredFromSecret reports whether a question not marked secret may be
