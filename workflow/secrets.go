@@ -204,8 +204,9 @@ func (s *Secrets) stepShape(st *Step) *Shape {
 		}
 		return fields(f)
 	case st.Steps != nil:
-		for _, in := range Flatten(st.Steps) {
-			if s.outputs[in.ID] != nil {
+		// A body step's own group is secret when a step inside it is.
+		for _, in := range st.Steps {
+			if in != nil && s.outputs[in.ID] != nil {
 				return allSecret
 			}
 		}
