@@ -19,6 +19,8 @@ type fileReport struct {
 	Valid      bool                 `json:"valid"`
 	Version    string               `json:"version,omitempty"`
 	Violations []workflow.Violation `json:"violations"`
+	// Warnings do not make the file invalid.
+	Warnings []workflow.Violation `json:"warnings"`
 }
 
 // maxWorkflowSize bounds what validate reads; a workflow is a text file.
@@ -30,7 +32,8 @@ func newValidateCmd() *cobra.Command {
 		Use:   "validate [--json] FILE...",
 		Short: "Check workflow files and report every violation",
 		Long: "Check workflow files (YAML or JSON) against the language and report every violation,\n" +
-			"one line each: FILE:LINE:COL: RULE: MESSAGE (hint: …).\n" +
+			"one line each: FILE:LINE:COL: RULE: MESSAGE (hint: …), and every warning (which does not\n" +
+			"make a file invalid) as FILE:LINE:COL: warning: RULE: MESSAGE (hint: …).\n" +
 			"Exit status: 0 all valid, 1 some invalid, 2 usage or I/O error.",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -66,7 +69,11 @@ func newValidateCmd() *cobra.Command {
 				if !res.Valid() && code == ExitOK {
 					code = ExitInvalid
 				}
-				reports = append(reports, fileReport{File: f, Valid: res.Valid(), Version: res.Version, Violations: vs})
+				ws := res.Warnings
+				if ws == nil {
+					ws = []workflow.Violation{}
+				}
+				reports = append(reports, fileReport{File: f, Valid: res.Valid(), Version: res.Version, Violations: vs, Warnings: ws})
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -116,6 +123,13 @@ func printReports(w io.Writer, reports []fileReport) {
 	for _, r := range reports {
 		for _, v := range r.Violations {
 			line := fmt.Sprintf("%s:%d:%d: %s: %s", r.File, v.Line, v.Column, v.Rule, v.Message)
+			if v.Hint != "" {
+				line += " (hint: " + v.Hint + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+		for _, v := range r.Warnings {
+			line := fmt.Sprintf("%s:%d:%d: warning: %s: %s", r.File, v.Line, v.Column, v.Rule, v.Message)
 			if v.Hint != "" {
 				line += " (hint: " + v.Hint + ")"
 			}

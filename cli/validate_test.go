@@ -180,3 +180,38 @@ func TestSchemaCommandMatchesPublishedCopy(t *testing.T) {
 		t.Error("docs/workflow.schema.json is stale: run go generate ./workflow")
 	}
 }
+
+// TestValidateWarnsOfCredentialNames: an input named like a credential and
+// not marked secret is a warning, in lines and in --json, and the file
+// stays valid (exit 0).
+func TestValidateWarnsOfCredentialNames(t *testing.T) {
+	wf := write(t, "warn.yaml", `version: 1
+name: warn
+inputs:
+  api_token: {type: string}
+steps:
+  - id: a
+    uses: noop
+`)
+	code, out, errOut := run(t, "validate", wf)
+	if code != ExitOK || !strings.Contains(out, wf+":4:3: warning: secret-name: input \"api_token\" is named like a credential") ||
+		!strings.Contains(out, "hint: add secret: true") || !strings.Contains(out, "valid (version") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = run(t, "validate", "--json", wf)
+	var rep struct {
+		Files []struct {
+			Valid    bool `json:"valid"`
+			Warnings []struct {
+				Path string `json:"path"`
+				Rule string `json:"rule"`
+			} `json:"warnings"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
+		t.Fatalf("exit %d %v\n%s", code, err, out)
+	}
+	if f := rep.Files[0]; !f.Valid || len(f.Warnings) != 1 || f.Warnings[0].Path != "/inputs/api_token" || f.Warnings[0].Rule != "secret-name" {
+		t.Fatalf("report %+v", rep)
+	}
+}

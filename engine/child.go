@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -101,15 +102,22 @@ func (e *Engine) startChild(ctx context.Context, rs *runState, sx *stepExec, env
 	}
 	inputs := map[string]any{}
 	if sx.s.With != nil {
-		v, err := expr.RenderValue(sx.s.With, env)
+		v, err := expr.RenderValueObserved(sx.s.With, env, rs.learner())
 		if err != nil {
 			return "", rs.mask.Mask("with: " + err.Error()), false, nil
 		}
 		inputs, _ = v.(map[string]any)
 	}
+	// What the step computes from secrets stays secret in the child.
+	var sealed []string
+	for name, v := range sx.s.With {
+		if rs.secrets().Value(v) {
+			sealed = append(sealed, name)
+		}
+	}
 	id = attemptChildID(rs.run.ID, sx.key, sx.visit, sx.attempt)
 	_, err = e.Start(ctx, StartRequest{Workflow: def.Workflow, Version: def.Version, Definition: def.Definition,
-		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir})
+		Inputs: inputs, ParentID: rs.run.ID, RunID: id, Depth: rs.state.Depth + 1, Dir: def.Dir, Sealed: sealed})
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		var ee *Error
 		if errors.As(err, &ee) {
@@ -133,6 +141,46 @@ func childOutcome(child store.Run, workflowName string) (out any, problem string
 	return nil, "", false
 }
 
+// childSecrets opens a finished child's secret outputs (their secret
+// parts sealed in its row) for a step whose output is secret as a whole;
+// any other step sees those parts as ***.
+func (e *Engine) childSecrets(ctx context.Context, rs *runState, stepID string, child store.Run, out any) (any, error) {
+	m, ok := out.(map[string]any)
+	if !ok || len(m) == 0 {
+		return out, nil
+	}
+	_, sec, err := e.RunSecrets(ctx, child)
+	if err != nil {
+		return nil, err
+	}
+	if !sec.HasRunOutputs() {
+		return out, nil
+	}
+	open := rs.secrets().OutputShape(stepID)
+	var openErr error
+	part := func(v any) any {
+		s, isStr := v.(string)
+		if !isStr || !secret.IsSealed(s) {
+			return v
+		}
+		if open == nil || !open.All {
+			return secret.Redacted
+		}
+		clear, err := e.open(s)
+		if err != nil && openErr == nil {
+			openErr = fmt.Errorf("an output of sub-workflow run %s: %w", child.ID, err)
+		}
+		if text, ok := clear.(string); ok {
+			rs.mask.Add(text) // wholly secret
+		}
+		return clear
+	}
+	for name, v := range m {
+		m[name] = sec.RunOutputShape(name).Apply(v, part, nil)
+	}
+	return m, openErr
+}
+
 // awaitChild looks at the child a parent waits for.
 func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, childID string, env map[string]any) error {
 	child, err := e.store.GetRun(ctx, childID)
@@ -142,6 +190,9 @@ func (e *Engine) awaitChild(ctx context.Context, rs *runState, sx *stepExec, chi
 	if out, problem, done := childOutcome(child, sx.s.Workflow); done {
 		if problem != "" {
 			return e.childFailed(ctx, rs, sx, env, problem)
+		}
+		if out, err = e.childSecrets(ctx, rs, sx.s.ID, child, out); err != nil {
+			return err
 		}
 		return e.succeedStep(ctx, rs, sx, &result{Output: out}, store.Commit{}, rs.state.Cursor+1, succeedOpts{})
 	}

@@ -58,7 +58,7 @@ func (e *Engine) RetryRun(ctx context.Context, runID string, inputs map[string]a
 				return &Error{Code: CodeInputInvalid, Category: CategoryValidation, RunID: runID, Message: "invalid inputs for the retry", Violations: vs,
 					Suggestion: "fix the listed inputs and retry again"}
 			}
-			if c.Run.Inputs, err = e.sealInputs(rs.wf, resolved, fromEnv); err != nil {
+			if c.Run.Inputs, err = e.sealInputs(rs.wf, resolved, fromEnv, rs.state.Sealed); err != nil {
 				return err
 			}
 		}
@@ -116,7 +116,7 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, RunID: runID, Message: "invalid inputs for the fork", Violations: vs,
 			Suggestion: "fix the listed inputs and fork again"}
 	}
-	stored, err := e.sealInputs(rs.wf, resolved, fromEnv)
+	stored, err := e.sealInputs(rs.wf, resolved, fromEnv, rs.state.Sealed)
 	if err != nil {
 		return "", err
 	}
@@ -155,7 +155,7 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 		return "", err
 	}
 	now := e.now().UTC()
-	state, _ := json.Marshal(State{Cursor: from, StartedAt: now, Depth: rs.state.Depth, Dir: rs.state.Dir})
+	state, _ := json.Marshal(State{Cursor: from, StartedAt: now, Depth: rs.state.Depth, Dir: rs.state.Dir, Sealed: rs.state.Sealed})
 	run := store.Run{ID: id.String(), Workflow: rs.run.Workflow, Version: rs.run.Version, Status: store.StatusRunning,
 		Inputs: stored, State: state, ParentID: rs.run.ParentID, CreatedAt: now}
 	events := []store.Event{e.event(rs, EventRunForked, fromStep, map[string]any{"from_run": runID, "from_step": fromStep, "reused_steps": len(copied)}, now),

@@ -37,9 +37,9 @@ func TestSeededDefinitionIsTheStoredOne(t *testing.T) {
 		if version != res.Version {
 			t.Errorf("%s: stored version %s, parsed %s", f, version, res.Version)
 		}
-		seeded := *res.Workflow
+		seeded := res.Workflow
 		seeded.InputOrder, stored.InputOrder = nil, nil
-		if !reflect.DeepEqual(&seeded, stored) {
+		if !reflect.DeepEqual(seeded, stored) {
 			t.Errorf("%s: the parsed workflow differs from the one parsed from its stored definition", f)
 		}
 	}

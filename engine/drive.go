@@ -195,7 +195,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState) error {
 	case workflow.KindAgent:
 		return e.agent(ctx, rs, sx, env)
 	case workflow.KindFail:
-		msg, err := expr.Render(*s.Fail, env)
+		msg, err := expr.RenderObserved(*s.Fail, env, rs.learner())
 		if err != nil {
 			msg = *s.Fail
 		}
@@ -490,15 +490,12 @@ func (e *Engine) succeedStep(ctx context.Context, rs *runState, sx *stepExec, r 
 	st := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "succeeded", Attempts: r.Attempts,
 		Answer: o.answer, StartedAt: sx.started, FinishedAt: now}
 	if r.Output != nil {
-		out, err := maskedJSON(rs.mask, r.Output)
+		// What later steps see is what a resumed run would see.
+		out, seen, err := e.storedOutput(rs, sx.s.ID, r.Output)
 		if err != nil {
 			return e.stepFailed(ctx, rs, sx, "output is not JSON: "+err.Error(), false)
 		}
-		st.Output = out
-		// What later steps see is what a resumed run would see.
-		var masked any
-		_ = json.Unmarshal(out, &masked)
-		r.Output = masked
+		st.Output, r.Output = out, seen
 	}
 	c.Steps = append(c.Steps, st)
 	if r.Attempts > 1 {
@@ -633,20 +630,15 @@ func failedData(visit int, msg string, attempts int, code string) map[string]any
 func (e *Engine) succeed(ctx context.Context, rs *runState) error {
 	now := e.now().UTC()
 	env := rs.env(e.lookupEnv)
-	outputs := map[string]any{}
-	for name, tmpl := range rs.wf.Outputs {
-		v, err := expr.RenderValue(tmpl, env)
-		if err != nil {
-			msg := rs.mask.Mask(fmt.Sprintf("output %q: %v", name, err))
-			runErr, _ := json.Marshal(withCode(failureCode(err), map[string]any{"message": msg}))
-			return e.commit(ctx, rs, store.Commit{
-				Run:    store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now},
-				Events: []store.Event{e.event(rs, EventRunFailed, "", map[string]any{"error": msg}, now)},
-			}, rs.state)
-		}
-		outputs[name] = v
+	out, shown, name, err := e.runOutputs(rs, env)
+	if name != "" {
+		msg := rs.mask.Mask(fmt.Sprintf("output %q: %v", name, err))
+		runErr, _ := json.Marshal(withCode(failureCode(err), map[string]any{"message": msg}))
+		return e.commit(ctx, rs, store.Commit{
+			Run:    store.RunUpdate{Status: store.StatusFailed, Error: runErr, FinishedAt: now},
+			Events: []store.Event{e.event(rs, EventRunFailed, "", map[string]any{"error": msg}, now)},
+		}, rs.state)
 	}
-	out, err := maskedJSON(rs.mask, outputs)
 	if err != nil {
 		return err
 	}
@@ -654,7 +646,7 @@ func (e *Engine) succeed(ctx context.Context, rs *runState) error {
 	next.Phase = ""
 	return e.commit(ctx, rs, store.Commit{
 		Run:    store.RunUpdate{Status: store.StatusSucceeded, Outputs: out, FinishedAt: now},
-		Events: []store.Event{{Type: EventRunSucceeded, At: now, Data: out}},
+		Events: []store.Event{{Type: EventRunSucceeded, At: now, Data: shown}},
 	}, next)
 }
 
@@ -667,7 +659,7 @@ func (e *Engine) runAction(ctx context.Context, rs *runState, sx *stepExec, env 
 	}
 	var input map[string]any
 	if s.With != nil {
-		rendered, err := expr.RenderValue(s.With, env)
+		rendered, err := expr.RenderValueObserved(s.With, env, rs.learner())
 		if err != nil {
 			return e.stepFailedErr(ctx, rs, sx, "with: ", err, false)
 		}

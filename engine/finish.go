@@ -146,7 +146,7 @@ func (e *Engine) invoke(ctx context.Context, rs *runState, sx *stepExec, op work
 	}
 	input := map[string]any{}
 	if with != nil {
-		rendered, err := expr.RenderValue(with, env)
+		rendered, err := expr.RenderValueObserved(with, env, rs.learner())
 		if err != nil {
 			return nil, 1, fmt.Errorf("with: %w", err)
 		}
@@ -240,7 +240,7 @@ func (e *Engine) runCompensation(ctx context.Context, rs *runState, d doneStep, 
 		row.Status, row.Error = "failed", rs.mask.Mask(err.Error())
 		ev = e.event(rs, EventCompensationFail, d.stepID, withCode(failureCode(err), map[string]any{"visit": d.visit, "error": row.Error}), now)
 	} else if out != nil {
-		row.Output, _ = maskedJSON(rs.mask, out)
+		row.Output = bareOutput(rs, *comp, out)
 	}
 	return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row}, Events: []store.Event{ev}}, rs.state)
 }
@@ -259,7 +259,8 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 		}
 	}
 	sx := &stepExec{s: &workflow.Step{ID: id}, key: id, visit: 1, started: started, attempt: 1}
-	out, attempts, err, abort := e.invokeOp(ctx, rs, sx, workflow.Action{Uses: h.Uses, With: h.With, Timeout: h.Timeout, Retry: h.Retry})
+	op := workflow.Action{Uses: h.Uses, With: h.With, Timeout: h.Timeout, Retry: h.Retry}
+	out, attempts, err, abort := e.invokeOp(ctx, rs, sx, op)
 	if abort != nil {
 		return abort
 	}
@@ -270,7 +271,7 @@ func (e *Engine) runHook(ctx context.Context, rs *runState, h *workflow.Hook, id
 	row := store.Step{Key: id, Visit: 1, StepID: id, Status: "succeeded", Attempts: attempts, StartedAt: started, FinishedAt: now}
 	if err == nil {
 		if out != nil {
-			row.Output, _ = maskedJSON(rs.mask, out)
+			row.Output = bareOutput(rs, op, out)
 		}
 		return e.commit(ctx, rs, store.Commit{Steps: []store.Step{row},
 			Events: []store.Event{e.event(rs, EventHookSucceeded, id, nil, now)}}, rs.state)

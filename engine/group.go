@@ -296,7 +296,7 @@ func (e *Engine) instance(ctx context.Context, rs *runState, s *workflow.Step, k
 			}
 			r = r2
 		case workflow.KindFail:
-			msg, _ := expr.Render(*s.Fail, env)
+			msg, _ := expr.RenderObserved(*s.Fail, env, rs.learner())
 			r.Status, r.Error = "failed", rs.mask.Mask(expr.Text(msg))
 		case workflow.KindAsk, workflow.KindAgent:
 			return e.nestedPause(ctx, rs, sx, env)
@@ -402,7 +402,7 @@ func (e *Engine) recordInstance(ctx context.Context, rs *runState, sx *stepExec,
 	now := e.now().UTC()
 	row := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: r.Status, Error: r.Error, Attempts: r.Attempts, StartedAt: sx.started, FinishedAt: now}
 	if r.Output != nil {
-		out, err := maskedJSON(rs.mask, r.Output)
+		out, _, err := e.storedOutput(rs, sx.s.ID, r.Output)
 		if err != nil {
 			return err
 		}
@@ -463,7 +463,7 @@ func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, en
 			return r, e.recordInstance(ctx, rs, sx, r)
 		}
 		if answer, source, envRef, ok := e.autoAnswer(rs, sx, q, env); ok {
-			isSecret := sx.s.Ask.HasSecret()
+			isSecret := rs.secrets().Answer(sx.s.ID)
 			if isSecret {
 				learn(rs.mask, answer)
 			}
@@ -478,7 +478,7 @@ func (e *Engine) nestedPause(ctx context.Context, rs *runState, sx *stepExec, en
 		req = q
 	} else {
 		var err error
-		if req, err = agentRequest(sx.s, env); err != nil {
+		if req, err = agentRequest(sx.s, env, rs.learner()); err != nil {
 			r := &result{Status: "failed", Error: rs.mask.Mask(err.Error()), Visit: sx.visit}
 			return r, e.recordInstance(ctx, rs, sx, r)
 		}
@@ -549,6 +549,9 @@ func (e *Engine) nestedChild(ctx context.Context, rs *runState, sx *stepExec, en
 		return &result{Status: statusBlocked}, nil
 	case problem != "":
 		return &result{Status: "failed", Error: problem, Visit: sx.visit}, nil
+	}
+	if out, err = e.childSecrets(ctx, rs, sx.s.ID, child, out); err != nil {
+		return nil, err
 	}
 	return &result{Status: "succeeded", Output: out, Visit: sx.visit, Attempts: 1}, nil
 }

@@ -80,7 +80,6 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 	if e.timedOut(sx) {
 		return e.stepFailed(ctx, rs, sx, "timed out: no answer within "+timeoutText(sx.s, env), false)
 	}
-	q := sx.s.Ask
 	req, err := e.questionRequest(ctx, rs, sx, env)
 	if errors.Is(err, errInterrupted) {
 		return err
@@ -89,11 +88,12 @@ func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[st
 		return e.stepFailedErr(ctx, rs, sx, "", err, false)
 	}
 	if answer, source, envRef, ok := e.autoAnswer(rs, sx, req, env); ok {
-		stored, err := e.storedValue(answer, q.HasSecret(), envRef)
+		isSecret := rs.secrets().Answer(sx.s.ID)
+		stored, err := e.storedValue(answer, isSecret, envRef)
 		if err != nil {
 			return err
 		}
-		if q.HasSecret() {
+		if isSecret {
 			learn(rs.mask, answer)
 		}
 		now := e.now().UTC()
@@ -108,7 +108,7 @@ func (e *Engine) agent(ctx context.Context, rs *runState, sx *stepExec, env map[
 	if e.timedOut(sx) {
 		return e.stepFailed(ctx, rs, sx, "timed out: the agent gave no result within "+timeoutText(sx.s, env), false)
 	}
-	req, err := agentRequest(sx.s, env)
+	req, err := agentRequest(sx.s, env, rs.learner())
 	if err != nil {
 		return e.stepFailedErr(ctx, rs, sx, "", err, false)
 	}
@@ -116,19 +116,19 @@ func (e *Engine) agent(ctx context.Context, rs *runState, sx *stepExec, env map[
 }
 
 // agentRequest renders what an agent step asks for.
-func agentRequest(s *workflow.Step, env map[string]any) (Request, error) {
+func agentRequest(s *workflow.Step, env map[string]any, observe expr.Observer) (Request, error) {
 	a := s.Agent
 	req := Request{Kind: KindAgent, StepID: s.ID, Title: s.Title, Persona: a.Persona, OutputSchema: a.OutputSchema}
-	ins, err := expr.Render(a.Instructions, env)
+	ins, err := expr.RenderObserved(a.Instructions, env, observe)
 	if err != nil {
 		return req, fmt.Errorf("instructions: %w", err)
 	}
 	req.Instructions = expr.Text(ins)
-	if p, err := expr.Render(a.Persona, env); err == nil {
+	if p, err := expr.RenderObserved(a.Persona, env, observe); err == nil {
 		req.Persona = expr.Text(p)
 	}
 	if a.Context != nil {
-		if req.Context, err = expr.RenderValue(a.Context, env); err != nil {
+		if req.Context, err = expr.RenderValueObserved(a.Context, env, observe); err != nil {
 			return req, fmt.Errorf("context: %w", err)
 		}
 	}
@@ -169,7 +169,7 @@ func (e *Engine) questionRequest(ctx context.Context, rs *runState, sx *stepExec
 	prev, hasPrev := e.previousAnswer(rs, sx)
 	from := func(cf *workflow.ChoicesFrom) ([]workflow.Choice, error) { return e.choicesFrom(ctx, rs, sx, cf, env) }
 	if a.Fields == nil {
-		q, err := renderQuestion(a, env, from)
+		q, err := renderQuestion(a, env, from, rs.learner())
 		if err != nil {
 			return req, err
 		}
@@ -179,14 +179,14 @@ func (e *Engine) questionRequest(ctx context.Context, rs *runState, sx *stepExec
 		req.Question = q
 		return req, nil
 	}
-	prompt, err := expr.Render(a.Prompt, env)
+	prompt, err := expr.RenderObserved(a.Prompt, env, rs.learner())
 	if err != nil {
 		return req, fmt.Errorf("prompt: %w", err)
 	}
 	req.Prompt, req.Type = expr.Text(prompt), "form"
 	prevForm, _ := prev.(map[string]any)
 	for _, f := range a.Fields {
-		q, err := renderQuestion(&f.Ask, env, from)
+		q, err := renderQuestion(&f.Ask, env, from, rs.learner())
 		if err != nil {
 			return req, fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -201,22 +201,22 @@ func (e *Engine) questionRequest(ctx context.Context, rs *runState, sx *stepExec
 
 // renderQuestion renders a question for asking; from resolves
 // choices_from (an action call).
-func renderQuestion(a *workflow.Ask, env map[string]any, from func(*workflow.ChoicesFrom) ([]workflow.Choice, error)) (Question, error) {
+func renderQuestion(a *workflow.Ask, env map[string]any, from func(*workflow.ChoicesFrom) ([]workflow.Choice, error), observe expr.Observer) (Question, error) {
 	q := Question{Type: a.QuestionType(), Pattern: a.Pattern, Min: a.Min, Max: a.Max, Secret: a.Secret, Choices: a.Choices.List}
-	prompt, err := expr.Render(a.Prompt, env)
+	prompt, err := expr.RenderObserved(a.Prompt, env, observe)
 	if err != nil {
 		return q, fmt.Errorf("prompt: %w", err)
 	}
 	q.Prompt = expr.Text(prompt)
 	if a.Help != "" {
-		help, err := expr.Render(a.Help, env)
+		help, err := expr.RenderObserved(a.Help, env, observe)
 		if err != nil {
 			return q, fmt.Errorf("help: %w", err)
 		}
 		q.Help = expr.Text(help)
 	}
 	if a.Choices.Expr != "" {
-		v, err := expr.Render(a.Choices.Expr, env)
+		v, err := expr.RenderObserved(a.Choices.Expr, env, observe)
 		if err != nil {
 			return q, fmt.Errorf("choices: %w", err)
 		}
@@ -239,7 +239,7 @@ func renderQuestion(a *workflow.Ask, env map[string]any, from func(*workflow.Cho
 		}
 	}
 	if a.Default != nil {
-		d, err := expr.RenderValue(a.Default, env)
+		d, err := expr.RenderValueObserved(a.Default, env, observe)
 		if err != nil {
 			return q, fmt.Errorf("default: %w", err)
 		}
@@ -476,7 +476,7 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 	}
 	sx := &stepExec{s: s, key: p.StepKey, visit: p.Visit, started: p.CreatedAt, attempt: 1, iteration: 1}
 	now := e.now().UTC()
-	isSecret := s.Ask != nil && s.Ask.HasSecret()
+	isSecret := s.Ask != nil && rs.secrets().Answer(s.ID)
 	stored, err := e.storedValue(value, isSecret, "")
 	if err != nil {
 		return res, err
@@ -615,7 +615,7 @@ func (e *Engine) continueNested(ctx context.Context, rs *runState, sx *stepExec,
 	row := store.Step{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "succeeded", Attempts: 1, StartedAt: sx.started, FinishedAt: now}
 	if sx.s.Ask != nil {
 		row.Answer = stored
-	} else if out, err := maskedJSON(rs.mask, r.Output); err == nil {
+	} else if out, _, err := e.storedOutput(rs, sx.s.ID, r.Output); err == nil {
 		row.Output = out
 	}
 	c.Steps = append(c.Steps, row)

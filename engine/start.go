@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,6 +35,9 @@ type StartRequest struct {
 	Depth int
 	// Dir is the directory of the workflow's file, if it came from one.
 	Dir string
+	// Sealed names inputs the caller computed from secrets (a parent run's
+	// step): stored sealed and secret in the run, as if marked secret.
+	Sealed []string
 }
 
 // Start checks the inputs, records the run and starts executing it in the
@@ -51,11 +55,19 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	}
 	inputs, fromEnv, violations := e.resolveInputs(wf, req.Inputs)
 	mask := e.InputSecrets(wf, req.Inputs)
+	var sealed []string
+	for _, name := range req.Sealed {
+		if in := wf.Inputs[name]; in != nil && !in.Secret && !slices.Contains(sealed, name) {
+			sealed = append(sealed, name)
+			learn(mask, req.Inputs[name])
+		}
+	}
+	slices.Sort(sealed)
 	if len(violations) > 0 {
 		return "", &Error{Code: CodeInputInvalid, Category: CategoryValidation, Workflow: wf.Name, Message: "invalid inputs for workflow " + wf.Name,
 			Violations: MaskViolations(mask, violations), Suggestion: "fix the listed inputs and start the run again"}
 	}
-	storedInputs, err := e.sealInputs(wf, inputs, fromEnv)
+	storedInputs, err := e.sealInputs(wf, inputs, fromEnv, sealed)
 	if err != nil {
 		return "", err
 	}
@@ -72,7 +84,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 		runID = id.String()
 	}
 	now := e.now().UTC()
-	st := State{StartedAt: now, Depth: req.Depth, Dir: req.Dir, Detached: req.Detached}
+	st := State{StartedAt: now, Depth: req.Depth, Dir: req.Dir, Detached: req.Detached, Sealed: sealed}
 	if wf.Timeout != "" {
 		if d, err := workflow.ParseDuration(wf.Timeout); err == nil {
 			st.Deadline = now.Add(d)

@@ -49,6 +49,10 @@ type State struct {
 	// Detached: the run was recorded to be driven elsewhere, and no
 	// driver picked it up yet; its first recovery is none (recover.go).
 	Detached bool `json:"detached,omitempty"`
+	// Sealed names the inputs, not marked secret by the workflow, that the
+	// run was given values computed from secrets (by the step of a parent
+	// run): they are stored sealed and are secret in this run.
+	Sealed []string `json:"sealed,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.
@@ -150,6 +154,17 @@ type runState struct {
 	// recoveringOp: the same for the finishing phases, for the hook or
 	// compensation that runs first.
 	recoveringOp bool
+	// sec is where secrets flow in this run (set when it is loaded).
+	sec *workflow.Secrets
+}
+
+// secrets is where secrets flow in the run: the workflow's rules, with the
+// inputs the run was given sealed (State.Sealed).
+func (rs *runState) secrets() *workflow.Secrets {
+	if rs.sec != nil {
+		return rs.sec
+	}
+	return rs.wf.SecretsWith(rs.state.Sealed)
 }
 
 func instanceKey(key string, visit int) string { return key + "#" + strconv.Itoa(visit) }
@@ -202,7 +217,8 @@ func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) 
 			return nil, fmt.Errorf("load run %s: state: %w", id, err)
 		}
 	}
-	if rs.inputs, err = e.openInputs(wf, run.Inputs, rs.mask); err != nil {
+	rs.sec = wf.SecretsWith(rs.state.Sealed)
+	if rs.inputs, err = e.openInputs(wf, run.Inputs, rs.mask, rs.sec); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
 	}
 	for _, s := range workflow.Flatten(wf.Steps) {
@@ -228,14 +244,18 @@ func (e *Engine) loadRun(ctx context.Context, run store.Run) (*runState, error) 
 		}
 		r := &result{Status: st.Status, Error: st.Error, Attempts: st.Attempts, Visit: st.Visit}
 		if len(st.Output) > 0 {
-			if err := json.Unmarshal(st.Output, &r.Output); err != nil {
+			if r.Output, err = e.openOutput(rs, st.StepID, st.Output); err != nil {
 				return nil, fmt.Errorf("load run %s: output of %s: %w", id, st.Key, err)
 			}
 		}
 		if len(st.Answer) > 0 {
-			secretStep := false
-			if s := wf.Step(st.StepID); s != nil && s.Ask != nil {
-				secretStep = s.Ask.HasSecret()
+			secretStep := rs.sec.Answer(st.StepID)
+			if secretStep && !storedSecret(st.Answer) {
+				// Recorded in clear before its question's answer was
+				// secret (one computed from a secret): read as it is.
+				if s := wf.Step(st.StepID); s != nil && s.Ask != nil && !s.Ask.HasSecret() {
+					secretStep = false
+				}
 			}
 			v, err := e.openValue(st.Answer, secretStep, rs.mask)
 			if err != nil {

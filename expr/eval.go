@@ -96,7 +96,7 @@ var programs = cache.New[string, *program](MaxPrograms) // source -> program
 
 // compileOptions register the checked functions (funcs.go).
 var compileOptions = func() []expr.Option {
-	opts := []expr.Option{expr.MaxNodes(MaxNodes)}
+	opts := []expr.Option{expr.MaxNodes(MaxNodes), declassifyOption}
 	for name, fn := range functions {
 		opts = append(opts, expr.Function(name, fn))
 	}
@@ -230,12 +230,23 @@ func normalize(v any) any {
 // yields its typed value; otherwise the result is the text with every
 // expression replaced by its rendering (see Text).
 func Render(tmpl string, env map[string]any) (any, error) {
-	return render(tmpl, env, nil)
+	return render(tmpl, env, nil, nil)
+}
+
+// Observer is told the source and value of each expression a render
+// evaluates (the engine learns the values of secret ones, to mask them).
+type Observer func(src string, v any)
+
+// RenderObserved is Render that tells observe, when not nil, each
+// expression's value.
+func RenderObserved(tmpl string, env map[string]any, observe Observer) (any, error) {
+	return render(tmpl, env, nil, observe)
 }
 
 // render is Render within budget b (nil: a fresh one): its expressions
-// share it, and so does the text they are spliced into.
-func render(tmpl string, env map[string]any, b *budget) (any, error) {
+// share it, and so does the text they are spliced into. observe, when not
+// nil, is told each expression's value.
+func render(tmpl string, env map[string]any, b *budget, observe Observer) (any, error) {
 	if !strings.Contains(tmpl, openDelim) {
 		return tmpl, nil
 	}
@@ -244,7 +255,11 @@ func render(tmpl string, env map[string]any, b *budget) (any, error) {
 		return nil, &EvalError{Expr: tmpl, Err: err}
 	}
 	if one, ok := Single(segs); ok {
-		return eval(one.Text, env, b)
+		v, err := eval(one.Text, env, b)
+		if err == nil && observe != nil {
+			observe(one.Text, v)
+		}
+		return v, err
 	}
 	if b == nil {
 		b = newBudget()
@@ -258,6 +273,9 @@ func render(tmpl string, env map[string]any, b *budget) (any, error) {
 		v, err := eval(sg.Text, env, b)
 		if err != nil {
 			return nil, err
+		}
+		if observe != nil {
+			observe(sg.Text, v)
 		}
 		if err := spliceText(&out, v, b); err != nil {
 			return nil, &EvalError{Expr: sg.Text, Err: err}
@@ -289,17 +307,23 @@ func spliceText(out *strings.Builder, v any, b *budget) error {
 // scalars), returning a new value; v is not modified.
 // Its expressions share one memory budget.
 func RenderValue(v any, env map[string]any) (any, error) {
-	return renderValue(v, env, newBudget())
+	return renderValue(v, env, newBudget(), nil)
 }
 
-func renderValue(v any, env map[string]any, b *budget) (any, error) {
+// RenderValueObserved is RenderValue that tells observe, when not nil,
+// each expression's value.
+func RenderValueObserved(v any, env map[string]any, observe Observer) (any, error) {
+	return renderValue(v, env, newBudget(), observe)
+}
+
+func renderValue(v any, env map[string]any, b *budget, observe Observer) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return render(x, env, b)
+		return render(x, env, b, observe)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := renderValue(e, env, b)
+			r, err := renderValue(e, env, b, observe)
 			if err != nil {
 				return nil, err
 			}
@@ -309,7 +333,7 @@ func renderValue(v any, env map[string]any, b *budget) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := renderValue(e, env, b)
+			r, err := renderValue(e, env, b, observe)
 			if err != nil {
 				return nil, err
 			}

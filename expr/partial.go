@@ -81,7 +81,7 @@ func renderKnown(tmpl string, env map[string]any, known func(Ref) bool, b *budge
 		unknown = appendNew(unknown, refs...)
 	}
 	if len(unknown) == 0 {
-		v, err := render(tmpl, env, b)
+		v, err := render(tmpl, env, b, nil)
 		return v, nil, err
 	}
 	if _, ok := Single(segs); ok {

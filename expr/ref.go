@@ -23,9 +23,13 @@ type Ref struct {
 	Path []string
 	// Offset is the byte offset of the reference within the expression.
 	Offset int
+	// Declassified: the reference is inside a declassify call, so what it
+	// reads does not make the expression's value secret.
+	Declassified bool
 }
 
-// Call is a call of a function that is not one of expr-lang's builtins.
+// Call is a call of a function that is neither one of expr-lang's builtins
+// nor declassify.
 type Call struct {
 	Name   string
 	Offset int
@@ -78,7 +82,7 @@ func syntaxError(src string, err error) error {
 // configuration caches types as it is used, so it is never shared between
 // goroutines at once.
 var configs = sync.Pool{New: func() any {
-	cfg := conf.CreateNew()
+	cfg := withFunctions(conf.CreateNew())
 	cfg.MaxNodes = MaxNodes
 	return cfg
 }}
@@ -104,6 +108,8 @@ func runeToByte(s string, r int) int {
 type walker struct {
 	src string
 	out *Analysis
+	// declassified counts the declassify calls around the node walked.
+	declassified int
 }
 
 // IsBuiltin reports whether name is a function built into the expression
@@ -122,12 +128,12 @@ func (w *walker) walk(n ast.Node, bound map[string]bool) {
 	case nil:
 	case *ast.IdentifierNode:
 		if !bound[n.Value] {
-			w.out.Refs = append(w.out.Refs, Ref{Root: n.Value, Offset: w.offset(n)})
+			w.out.Refs = append(w.out.Refs, Ref{Root: n.Value, Offset: w.offset(n), Declassified: w.declassified > 0})
 		}
 	case *ast.MemberNode:
 		root, path, rest := memberChain(n)
 		if id, ok := root.(*ast.IdentifierNode); ok && !bound[id.Value] {
-			w.out.Refs = append(w.out.Refs, Ref{Root: id.Value, Path: path, Offset: w.offset(id)})
+			w.out.Refs = append(w.out.Refs, Ref{Root: id.Value, Path: path, Offset: w.offset(id), Declassified: w.declassified > 0})
 		} else {
 			w.walk(root, bound)
 		}
@@ -146,15 +152,23 @@ func (w *walker) walk(n ast.Node, bound map[string]bool) {
 		w.walk(n.From, bound)
 		w.walk(n.To, bound)
 	case *ast.CallNode:
+		declassify := false
 		if id, ok := n.Callee.(*ast.IdentifierNode); ok && !bound[id.Value] {
-			if !IsBuiltin(id.Value) {
+			declassify = id.Value == Declassify
+			if !IsBuiltin(id.Value) && !declassify {
 				w.out.Calls = append(w.out.Calls, Call{Name: id.Value, Offset: w.offset(id)})
 			}
 		} else {
 			w.walk(n.Callee, bound)
 		}
+		if declassify {
+			w.declassified++
+		}
 		for _, a := range n.Arguments {
 			w.walk(a, bound)
+		}
+		if declassify {
+			w.declassified--
 		}
 	case *ast.BuiltinNode:
 		for _, a := range n.Arguments {

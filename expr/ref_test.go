@@ -61,3 +61,23 @@ func TestAnalyzeUnicodeOffsets(t *testing.T) {
 		t.Errorf("byte offset = %d, want %d", got, len(`"héllo" + `))
 	}
 }
+
+func TestDeclassifyIsAFunctionWhoseArgumentsAreDeclassified(t *testing.T) {
+	a, err := Analyze(`declassify(upper(inputs.token)) + inputs.user`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Calls) != 0 {
+		t.Fatalf("declassify reported as an unknown call: %+v", a.Calls)
+	}
+	if len(a.Refs) != 2 || !a.Refs[0].Declassified || a.Refs[0].Path[0] != "token" || a.Refs[1].Declassified {
+		t.Fatalf("refs = %+v", a.Refs)
+	}
+	if _, err := Analyze(`declassify(inputs.a, inputs.b)`); err == nil {
+		t.Fatal("declassify with two arguments analyzed without error")
+	}
+	v, err := Eval(`declassify(upper(inputs.token))`, map[string]any{"inputs": map[string]any{"token": "abc"}})
+	if err != nil || v != "ABC" {
+		t.Fatalf("Eval = %v, %v", v, err)
+	}
+}

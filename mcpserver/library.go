@@ -40,6 +40,9 @@ func (o WorkflowSaveOut) Summary() string {
 	if r.DraftRemoved {
 		s += " Its draft was removed."
 	}
+	if n := len(r.Warnings); n > 0 {
+		s += fmt.Sprintf(" %d warnings (see warnings).", n)
+	}
 	return s
 }
 

@@ -72,6 +72,9 @@ type WorkflowValidateOut struct {
 // Summary implements summarizer.
 func (o WorkflowValidateOut) Summary() string {
 	if o.Valid {
+		if n := len(o.Warnings); n > 0 {
+			return fmt.Sprintf("Valid, version %s, with %d warnings (see warnings: they do not make it invalid).", o.Version, n)
+		}
 		return "Valid, version " + o.Version + "."
 	}
 	return fmt.Sprintf("Invalid: %d violations; fix each (path, line, column, hint) and validate again.", len(o.Violations))
@@ -94,8 +97,8 @@ func (s *Server) addWorkflowTools() {
 			return WorkflowGetOut{d}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_validate", Title: "Validate a workflow", Annotations: readOnly,
-		Description: "Validate a workflow definition (content) or a library workflow (name). Returns {valid, version, violations[]}; " +
-			"every violation at once, each with path, line, column, rule, message and often a hint. The language: resource stepwise://docs/workflows."},
+		Description: "Validate a workflow definition (content) or a library workflow (name). Returns {valid, version, violations[], warnings[]}; " +
+			"every violation at once, each with path, line, column, rule, message and often a hint; warnings (rule secret-name) do not make it invalid. The language: resource stepwise://docs/workflows."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowValidateIn) (WorkflowValidateOut, error) {
 			switch {
 			case in.Content != "" && in.Name != "":

@@ -62,6 +62,9 @@ type SaveResult struct {
 	Valid    bool   `json:"valid"`
 	// Violations of a draft (a library save has none: it is refused).
 	Violations []workflow.Violation `json:"violations"`
+	// Warnings do not stop a save (rule secret-name: an input or question
+	// named like a credential, not marked secret).
+	Warnings []workflow.Violation `json:"warnings"`
 	// Replaced is the version that was overwritten, if any.
 	Replaced string `json:"replaced_version,omitempty"`
 	// DraftRemoved: saving to the library promoted the draft of that name.
@@ -117,9 +120,12 @@ func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResul
 		return nil, s.libraryError(err, name)
 	}
 	out := &SaveResult{Name: name, Path: f.Path, Version: f.Version, Revision: f.Revision, Draft: req.Draft, Valid: res.Valid(),
-		Violations: res.Violations, Replaced: replaced}
+		Violations: res.Violations, Warnings: res.Warnings, Replaced: replaced}
 	if out.Violations == nil {
 		out.Violations = []workflow.Violation{}
+	}
+	if out.Warnings == nil {
+		out.Warnings = []workflow.Violation{}
 	}
 	if !req.Draft {
 		// Promotion: the draft has become the workflow (kept in previous/).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/store/sqlite"
 )
@@ -48,6 +49,9 @@ type StepView struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
+// redact is what a view shows of a secret part of a value.
+func redact(any) any { return secret.Redacted }
+
 // GetRun returns a run's view.
 func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 	run, err := s.Store.GetRun(ctx, id)
@@ -62,7 +66,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 			return nil, err
 		}
 	}
-	wf, _ := s.Engine.Definition(ctx, run.Version)
+	wf, sec, _ := s.Engine.RunSecrets(ctx, run)
 	for _, st := range rows.steps {
 		sv := StepView{ID: st.StepID, Visit: st.Visit, Status: st.Status, Error: st.Error, Attempts: st.Attempts,
 			StartedAt: st.StartedAt, DurationMS: st.FinishedAt.Sub(st.StartedAt).Milliseconds()}
@@ -73,13 +77,12 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 			sv.Key = st.Key
 		}
 		_ = json.Unmarshal(st.Output, &sv.Output)
+		if sec != nil && sv.Output != nil {
+			// Secret by provenance, however short: stored sealed.
+			sv.Output = sec.OutputShape(st.StepID).Apply(sv.Output, redact, nil)
+		}
 		if len(st.Answer) > 0 {
-			secret := false
-			if wf != nil {
-				if step := wf.Step(st.StepID); step != nil && step.Ask != nil {
-					secret = step.Ask.HasSecret()
-				}
-			}
+			secret := wf != nil && sec.Answer(st.StepID)
 			if secret {
 				sv.Answer = "***"
 			} else {
@@ -173,11 +176,21 @@ func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
 	}
 	_ = json.Unmarshal(run.Outputs, &v.Outputs)
 	var inputs map[string]any
-	if json.Unmarshal(run.Inputs, &inputs) == nil {
-		if wf, err := s.Engine.Definition(ctx, run.Version); err == nil {
-			for name, in := range wf.Inputs {
-				if in.Secret && inputs[name] != nil {
-					inputs[name] = "***"
+	okInputs := json.Unmarshal(run.Inputs, &inputs) == nil
+	if !okInputs && len(v.Outputs) == 0 {
+		return v
+	}
+	wf, sec, err := s.Engine.RunSecrets(ctx, run)
+	if err == nil && sec.HasRunOutputs() {
+		for name, out := range v.Outputs {
+			v.Outputs[name] = sec.RunOutputShape(name).Apply(out, redact, nil) // stored sealed
+		}
+	}
+	if okInputs {
+		if err == nil {
+			for name := range wf.Inputs {
+				if sec.Input(name) && inputs[name] != nil {
+					inputs[name] = secret.Redacted
 				}
 			}
 		}

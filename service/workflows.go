@@ -67,7 +67,9 @@ type WorkflowDetail struct {
 	Steps      []StepOutline        `json:"steps,omitempty"`
 	References []workflow.Reference `json:"references,omitempty"`
 	Violations []workflow.Violation `json:"violations,omitempty"`
-	Stats      RunStats             `json:"stats"`
+	// Warnings do not make it invalid (rule secret-name).
+	Warnings []workflow.Violation `json:"warnings,omitempty"`
+	Stats    RunStats             `json:"stats"`
 }
 
 // StepOutline is a step's id, kind and title.
@@ -98,6 +100,9 @@ type Validation struct {
 	Name       string               `json:"name,omitempty"`
 	Version    string               `json:"version,omitempty"`
 	Violations []workflow.Violation `json:"violations"`
+	// Warnings do not make the workflow invalid (rule secret-name: an
+	// input or question named like a credential, not marked secret).
+	Warnings []workflow.Violation `json:"warnings"`
 }
 
 // summaryCache remembers parsed library files by path, size and
@@ -380,7 +385,7 @@ func (s *Service) GetLibraryEntry(ctx context.Context, name string, draft bool) 
 		return nil, fmt.Errorf("read workflow %q: %w", name, err)
 	}
 	res := s.check(data, filepath.Dir(p))
-	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p, data), Content: string(data), Violations: res.Violations}
+	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p, data), Content: string(data), Violations: res.Violations, Warnings: res.Warnings}
 	d.Draft = draft
 	if res.Source != nil {
 		if canon, err := workflow.Canonical(res.Source.Value); err == nil {
@@ -506,9 +511,12 @@ func (s *Service) ValidateLibrary(name string) (Validation, error) {
 }
 
 func validationOf(res *workflow.Result) Validation {
-	v := Validation{Valid: res.Valid(), Version: res.Version, Violations: res.Violations}
+	v := Validation{Valid: res.Valid(), Version: res.Version, Violations: res.Violations, Warnings: res.Warnings}
 	if v.Violations == nil {
 		v.Violations = []workflow.Violation{}
+	}
+	if v.Warnings == nil {
+		v.Warnings = []workflow.Violation{}
 	}
 	if res.Workflow != nil {
 		v.Name = res.Workflow.Name

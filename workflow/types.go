@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 )
 
 // Workflow is a parsed workflow definition (language version 1).
@@ -23,6 +24,9 @@ type Workflow struct {
 
 	// InputOrder lists the input names in the order they were written.
 	InputOrder []string `json:"-"`
+
+	// secrets is the secret flow, computed on first use (Secrets).
+	secrets atomic.Pointer[Secrets]
 }
 
 // Input declares one input of a workflow.

@@ -39,6 +39,9 @@ type Result struct {
 	Version string
 	// Violations lists every problem, ordered by position.
 	Violations []Violation
+	// Warnings are findings that do not make the workflow invalid (such as
+	// RuleSecretName), ordered by position.
+	Warnings []Violation
 	// Source is the parsed document with positions.
 	Source *Source
 }
@@ -69,6 +72,7 @@ func Check(data []byte, opts Options) *Result {
 		c := newChecker(src, wf, opts)
 		c.run()
 		vs = append(vs, c.out...)
+		res.Warnings = secretWarnings(src, wf)
 	}
 	<-done
 	vs = append(vs, schemaVs...)
