@@ -17,22 +17,14 @@ import (
 func cases() []Case {
 	return slices.Concat(
 		boundCases(),    // items 1, 3, 5, 6: budgets and bounds
-		crashCases(),    // item 2
+		crashCases(),    // item 2: crash_test.go
 		protocolCases(), // item 4: protocol_test.go
 		resultCases(),   // item 7: results_test.go
-		secretCases(),   // item 8
+		secretCases(),   // item 8: secrets_test.go
 		networkCases(),  // item 9: network_test.go
 		startupCases(),  // item 10: startup_test.go
 	)
 }
-
-// crashCases is item 2's place (a run that crashes its server, again at
-// every restart): its cases come with its fix.
-func crashCases() []Case { return nil }
-
-// secretCases is item 8's place (what a caller may learn of the secret
-// key): its cases come with its fix.
-func secretCases() []Case { return nil }
 
 // boundCases are the inputs that would cost unbounded memory or time but
 // for a budget: items 1, 3, 5 and 6.

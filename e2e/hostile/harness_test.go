@@ -92,6 +92,12 @@ type Case struct {
 	// lower than the suite's (peakLimit).
 	PeakLimit uint64
 	Run       func(ctx context.Context, t *testing.T, c *Conn) (outcome string, err error)
+	// Serves, set instead of Run, runs a case that starts its own servers
+	// one after another on one home (a server a workflow ends, its
+	// restarts; a home read after its server exited): it returns the
+	// outcome like Run. The harness then checks that the last server
+	// started still answers a tools/call, and the peak RSS of every one.
+	Serves func(ctx context.Context, t *testing.T, s *Servers) (outcome string, err error)
 	// Refuses marks a case whose server must refuse to start (Run unset):
 	// serve must exit with this code without saying where it serves, one
 	// line of its stderr holding RefusalLine. The outcome is "exit N".
@@ -163,6 +169,7 @@ type server struct {
 	watchDone chan struct{}
 	killed    bool   // by the watchdog
 	lastRSS   uint64 // the watchdog's last sample, bytes
+	maxHWM    uint64 // the highest VmHWM the watchdog read, bytes
 }
 
 // lockedWriter keeps the server's log for the failure message, up to 1 MB.
@@ -210,6 +217,19 @@ func start(t *testing.T, ctx context.Context, c Case) *server {
 	if c.Setup != nil {
 		c.Setup(t, home)
 	}
+	s := launch(t, ctx, c, home)
+	if !c.NoHandshake {
+		if err := s.conn.Handshake(ctx); err != nil {
+			t.Fatalf("handshake: %v\n%s", err, s.log())
+		}
+	}
+	return s
+}
+
+// launch starts serve for c in home and connects a session without a
+// handshake; the server is stopped when the test ends.
+func launch(t *testing.T, ctx context.Context, c Case, home string) *server {
+	t.Helper()
 	cmd := exec.Command(binary(t), serveArgs(c, home)...)
 	cmd.Env = append(serverEnv(), c.Env...)
 	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, logMu: &sync.Mutex{}, watchStop: make(chan struct{}), watchDone: make(chan struct{})}
@@ -250,11 +270,6 @@ func start(t *testing.T, ctx context.Context, c Case) *server {
 	}
 	go s.watch()
 	t.Cleanup(s.stop)
-	if !c.NoHandshake {
-		if err := s.conn.Handshake(ctx); err != nil {
-			t.Fatalf("handshake: %v\n%s", err, s.log())
-		}
-	}
 	return s
 }
 
@@ -312,15 +327,20 @@ func (s *server) watch() {
 	defer close(s.watchDone)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		select {
-		case <-s.watchStop:
-			return
-		case <-tick.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-s.watchStop:
+				return
+			case <-tick.C:
+			}
 		}
 		rss, err := procStatus(s.cmd.Process.Pid, "VmRSS")
 		if err != nil {
 			return // exited
+		}
+		if hwm, err := procStatus(s.cmd.Process.Pid, "VmHWM"); err == nil {
+			s.maxHWM = max(s.maxHWM, hwm)
 		}
 		s.lastRSS = rss
 		if rss > killLimit {
@@ -363,6 +383,48 @@ func (s *server) peak() (uint64, error) {
 		return s.lastRSS, fmt.Errorf("killed by the watchdog at %d MB resident", s.lastRSS>>20)
 	}
 	return procStatus(s.cmd.Process.Pid, "VmHWM")
+}
+
+// exited waits until the server ended by itself (its stdout closed: a
+// stdio server) and returns how it ended. Its peak RSS is then the
+// watchdog's samples' (see sampledPeak).
+func (s *server) exited(ctx context.Context) (*os.ProcessState, error) {
+	if s.conn.Stdio == nil {
+		return nil, errors.New("exited: a stdio server only")
+	}
+	select {
+	case <-s.conn.Stdio.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the server did not exit: %w", ctx.Err())
+	}
+	s.stop()
+	return s.cmd.ProcessState, nil
+}
+
+// stopped stops the server (stop) and returns how it ended.
+func (s *server) stopped() *os.ProcessState {
+	s.stop()
+	return s.cmd.ProcessState
+}
+
+// sampledPeak stops the watchdog and returns the highest peak resident
+// memory (VmHWM) it read, or read now if the server still runs: the peak
+// of a server that may have exited.
+func (s *server) sampledPeak() (uint64, error) {
+	select {
+	case <-s.watchStop:
+	default:
+		close(s.watchStop)
+	}
+	<-s.watchDone
+	if s.killed {
+		return s.lastRSS, fmt.Errorf("killed by the watchdog at %d MB resident", s.lastRSS>>20)
+	}
+	peak := s.maxHWM
+	if hwm, err := procStatus(s.cmd.Process.Pid, "VmHWM"); err == nil {
+		peak = max(peak, hwm)
+	}
+	return peak, nil
 }
 
 // stop ends the server: stdin closed (stdio) or SIGTERM (HTTP), killed if
@@ -425,6 +487,10 @@ func runCase(t *testing.T, c Case, r *row) {
 		runRefusal(t, c, r)
 		return
 	}
+	if c.Serves != nil {
+		runServes(t, c, r)
+		return
+	}
 	deadline := c.Deadline
 	if deadline == 0 {
 		deadline = defaultDeadline
@@ -468,6 +534,89 @@ func runCase(t *testing.T, c Case, r *row) {
 	if !r.Pass {
 		r.Note = strings.Join(fails, "; ")
 		t.Errorf("%s\nserver log:\n%s", r.Note, s.log())
+	}
+}
+
+// Servers starts the servers of a case that runs several, one after
+// another on one home (Case.Serves).
+type Servers struct {
+	t    *testing.T
+	c    Case
+	home string
+	all  []*server
+}
+
+// Home is the servers' home directory.
+func (ss *Servers) Home() string { return ss.home }
+
+// Start starts serve on the home with the case's flags and environment
+// and connects a session, initialized when handshake is set (an error
+// then if the server does not answer initialize).
+func (ss *Servers) Start(ctx context.Context, handshake bool) (*server, error) {
+	s := launch(ss.t, ctx, ss.c, ss.home)
+	ss.all = append(ss.all, s)
+	if handshake {
+		if err := s.conn.Handshake(ctx); err != nil {
+			return s, fmt.Errorf("server %d: %w\n%s", len(ss.all), err, s.log())
+		}
+	}
+	return s, nil
+}
+
+// runServes runs a case of several servers (Case.Serves) and fills its
+// report row: the peak RSS is the highest of its servers'.
+func runServes(t *testing.T, c Case, r *row) {
+	deadline := c.Deadline
+	if deadline == 0 {
+		deadline = defaultDeadline
+	}
+	ss := &Servers{t: t, c: c, home: t.TempDir()}
+	if c.Setup != nil {
+		c.Setup(t, ss.home)
+	}
+	r.Note = ""
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	began := time.Now()
+	outcome, err := c.Serves(ctx, t, ss)
+	r.WallMS = float64(time.Since(began).Microseconds()) / 1000
+	cancel()
+	r.Outcome = outcome
+	var fails []string
+	if err != nil {
+		fails = append(fails, err.Error())
+	} else if outcome != c.Want {
+		fails = append(fails, fmt.Sprintf("outcome %q, want %q", outcome, c.Want))
+	}
+	if err == nil {
+		if len(ss.all) == 0 {
+			fails = append(fails, "the case started no server")
+		} else {
+			aliveCtx, cancelAlive := context.WithTimeout(context.Background(), defaultDeadline)
+			if aerr := ss.all[len(ss.all)-1].alive(aliveCtx, c.NewSession); aerr != nil {
+				fails = append(fails, aerr.Error())
+			}
+			cancelAlive()
+		}
+	}
+	limit := uint64(peakLimit)
+	if c.PeakLimit != 0 {
+		limit = min(limit, c.PeakLimit)
+	}
+	var logs []string
+	for i, s := range ss.all {
+		peak, perr := s.sampledPeak()
+		r.PeakRSSMB = max(r.PeakRSSMB, float64(peak)/(1<<20))
+		if perr != nil {
+			fails = append(fails, fmt.Sprintf("server %d: peak RSS: %v", i+1, perr))
+		} else if peak >= limit {
+			fails = append(fails, fmt.Sprintf("server %d: peak RSS %d MB, want under %d MB", i+1, peak>>20, limit>>20))
+		}
+		logs = append(logs, fmt.Sprintf("server %d:\n%s", i+1, s.log()))
+	}
+	r.Pass = len(fails) == 0
+	if !r.Pass {
+		r.Note = strings.Join(fails, "; ")
+		t.Errorf("%s\nserver logs:\n%s", r.Note, strings.Join(logs, "\n"))
 	}
 }
 
