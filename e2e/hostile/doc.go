@@ -9,6 +9,9 @@
 // wall time and the peak RSS. A case may instead want serve to refuse to
 // start (an HTTP set-up it must not serve): then the exit code and a line
 // of its stderr are the outcome, and it must not have said where it serves.
+// A case may also start several servers one after another on one home (a
+// step that kills its server, then each restart; a home whose files are
+// read once its server exited): every one's peak RSS is checked.
 //
 //	go test ./e2e/hostile -run Hostile -v -count=1
 //
