@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"stepwise.dev/stepwise/workflow"
 )

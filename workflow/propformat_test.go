@@ -15,7 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 	yaml4 "go.yaml.in/yaml/v4"
 	"pgregory.net/rapid"
 
