@@ -23,10 +23,10 @@ const sqlAdvanceRun = `UPDATE runs SET rev = rev + 1, updated_at = $1,
 
 // The other statements of a commit.
 const (
-	sqlClosePause   = `UPDATE pauses SET status = $1, answer = $2, answered_at = $3 WHERE run_id = $4 AND seq = $5 AND status = 'open'`
-	sqlPauseStatus  = `SELECT status FROM pauses WHERE run_id = $1 AND seq = $2`
-	sqlCancelPauses = `UPDATE pauses SET status = 'canceled', answer = NULL, answered_at = $1 WHERE run_id = $2 AND seq = ANY($3) AND status = 'open'`
-	sqlInsertAnswer = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES ($1, $2, $3, $4, $5) RETURNING id`
+	sqlClosePause    = `UPDATE pauses SET status = $1, answer = $2, answered_at = $3 WHERE run_id = $4 AND seq = $5 AND status = 'open'`
+	sqlPauseStatus   = `SELECT status FROM pauses WHERE run_id = $1 AND seq = $2`
+	sqlCancelPauses  = `UPDATE pauses SET status = 'canceled', answer = NULL, answered_at = $1 WHERE run_id = $2 AND seq = ANY($3) AND status = 'open'`
+	sqlInsertAnswer  = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES ($1, $2, $3, $4, $5) RETURNING id`
 	sqlUpsertAttempt = `INSERT INTO attempts (run_id, key, visit, attempt, status, error, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (run_id, key, visit, attempt) DO UPDATE SET status = excluded.status, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`
 	sqlInsertPause = `INSERT INTO pauses (run_id, seq, step_key, visit, kind, request, status, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'open', $7, $8)`

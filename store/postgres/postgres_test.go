@@ -83,6 +83,7 @@ func openFresh(t testing.TB, opts Options) *Store {
 
 func TestConformance(t *testing.T) {
 	testURL(t)
+	t.Parallel()
 	for _, d := range []string{Full, Normal} {
 		t.Run(d, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) store.Store {
@@ -100,6 +101,7 @@ func TestConformance(t *testing.T) {
 // per transaction, so that batching is exercised.
 func TestConformanceSmallPurgeBatches(t *testing.T) {
 	testURL(t)
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := Open(context.Background(), freshSchema(t), Options{})
 		if err != nil {
