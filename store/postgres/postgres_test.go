@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -242,5 +245,107 @@ func TestGroupCommitSharesTransactions(t *testing.T) {
 	t.Logf("%d writes in %d transactions", writes, commits)
 	if commits >= writes {
 		t.Errorf("no transaction was shared: %d writes in %d transactions", writes, commits)
+	}
+}
+
+// TestSharedBatchIsolatesServerErrors: writes the server refuses with an
+// error (a duplicate run, a run of an unknown version, a pause opened
+// twice) abort PostgreSQL's transaction up to their savepoint only; the
+// other writes of the same shared transaction are written.
+func TestSharedBatchIsolatesServerErrors(t *testing.T) {
+	s := openFresh(t, Options{})
+	ctx := context.Background()
+	if err := s.PutVersion(ctx, store.Version{Version: "v", Name: "wf", Definition: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(id string) store.Run {
+		return store.Run{ID: id, Workflow: "wf", Version: "v", Status: store.StatusRunning}
+	}
+	const good = 8
+	for i := range good + 1 {
+		if _, err := s.CreateRun(ctx, run(fmt.Sprint("r", i)), []store.Event{{Type: "run.started"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause := &store.Pause{Seq: 1, StepKey: "q", Visit: 1, Kind: "question", Request: []byte(`{}`)}
+	if _, err := s.Commit(ctx, store.Commit{RunID: "r0", Rev: 1, OpenPause: pause}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the writer so that every write below queues into one batch.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.groupTx(ctx, func(context.Context, pgx.Tx) error { close(held); <-hold; return nil })
+	}()
+	<-held
+	before := s.Stats()
+	type outcome struct {
+		name string
+		err  error
+	}
+	out := make(chan outcome, good+4)
+	var wg sync.WaitGroup
+	write := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); out <- outcome{name, fn()} }()
+	}
+	write("duplicate run", func() error { _, err := s.CreateRun(ctx, run("r1"), nil); return err })
+	write("unknown version", func() error {
+		r := run("x")
+		r.Version = "nope"
+		_, err := s.CreateRun(ctx, r, nil)
+		return err
+	})
+	write("pause twice", func() error {
+		_, err := s.Commit(ctx, store.Commit{RunID: "r0", Rev: 2, OpenPause: pause, Events: []store.Event{{Type: "x"}}})
+		return err
+	})
+	write("new run", func() error { _, err := s.CreateRun(ctx, run("new"), []store.Event{{Type: "run.started"}}); return err })
+	for i := 1; i <= good; i++ {
+		id := fmt.Sprint("r", i)
+		write(id, func() error {
+			_, err := s.Commit(ctx, store.Commit{RunID: id, Rev: 1, Steps: []store.Step{{Key: "a", Visit: 1, StepID: "a", Status: "succeeded", Attempts: 1}},
+				Events: []store.Event{{Type: "step.succeeded", StepID: "a"}}})
+			return err
+		})
+	}
+	for {
+		s.group.mu.Lock()
+		n := len(s.group.queue)
+		s.group.mu.Unlock()
+		if n == good+4 { // the holder's op left the queue when it began
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	wg.Wait()
+	close(out)
+	for o := range out {
+		var want error
+		switch o.name {
+		case "duplicate run", "pause twice":
+			want = store.ErrExists
+		case "unknown version":
+			want = store.ErrNotFound
+		}
+		if want == nil && o.err != nil || want != nil && !errors.Is(o.err, want) {
+			t.Errorf("%s: %v, want %v", o.name, o.err, want)
+		}
+	}
+	after := s.Stats()
+	if w, c := after.Writes-before.Writes, after.Commits-before.Commits; w != good+2 || c != 2 {
+		t.Errorf("%d writes in %d transactions, want %d in 2 (the holder's, then the batch)", w, c, good+2)
+	}
+	for i := 1; i <= good; i++ {
+		if st, err := s.Steps(ctx, fmt.Sprint("r", i)); err != nil || len(st) != 1 {
+			t.Errorf("r%d: steps %v %v", i, st, err)
+		}
+	}
+	if r, err := s.GetRun(ctx, "r0"); err != nil || r.Rev != 2 || r.EventSeq != 1 {
+		t.Errorf("r0 after a refused pause: %+v %v", r, err)
+	}
+	if _, err := s.GetRun(ctx, "new"); err != nil {
+		t.Error(err)
 	}
 }
