@@ -94,7 +94,11 @@ func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.
 	opts.MaxRecoveries = g.maxRecoveries
 	svc, err := service.Open(ctx, opts)
 	if err != nil {
-		return nil, &exitError{code: ExitUsage, msg: err.Error()}
+		msg := err.Error()
+		if dbErr := (*service.DatabaseError)(nil); errors.As(err, &dbErr) {
+			msg += " (check --database or $" + EnvDatabaseURL + "; unset, runs stay in the home's SQLite database)"
+		}
+		return nil, &exitError{code: ExitUsage, msg: msg}
 	}
 	return svc, nil
 }

@@ -499,7 +499,21 @@ func openStore(ctx context.Context, h *home.Home, opts Options) (store.Store, er
 		return sqlite.Open(ctx, h.DBPath(), sqlite.Options{Durability: opts.Durability})
 	}
 	if !postgres.IsURL(opts.Database) {
-		return nil, fmt.Errorf("database %s: want a postgres:// or postgresql:// URL", postgres.Redact(opts.Database))
+		return nil, &DatabaseError{fmt.Errorf("database %s: want a postgres:// or postgresql:// URL", postgres.Redact(opts.Database))}
 	}
-	return postgres.Open(ctx, opts.Database, postgres.Options{Durability: opts.Durability})
+	st, err := postgres.Open(ctx, opts.Database, postgres.Options{Durability: opts.Durability})
+	if err != nil {
+		return nil, &DatabaseError{err}
+	}
+	return st, nil
 }
+
+// DatabaseError is Open's error when the database Options.Database names
+// cannot be used: not a PostgreSQL URL, a server that does not answer or
+// refuses. Its text never holds the URL's password.
+type DatabaseError struct{ Err error }
+
+func (e *DatabaseError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *DatabaseError) Unwrap() error { return e.Err }
