@@ -19,12 +19,13 @@ import (
 // is a batch of one, written at once, without a savepoint.
 //
 // A batch carries at most maxBatch writes: each savepoint that writes is a
-// subtransaction, and a transaction with more than 64 of them overflows
-// the server's per-backend cache of subtransaction ids, which slows every
-// other session's snapshots while it lasts.
+// subtransaction (two for a commit in one round trip, commit.go), and a
+// transaction with more than 64 of them overflows the server's per-backend
+// cache of subtransaction ids, which slows every other session's
+// snapshots while it lasts.
 
 // maxBatch is the most writes one transaction carries.
-const maxBatch = 48
+const maxBatch = 30
 
 // groupOp is one caller's write waiting in the queue.
 type groupOp struct {

@@ -297,14 +297,17 @@ func TestSharedBatchIsolatesServerErrors(t *testing.T) {
 		return err
 	})
 	write("pause twice", func() error {
-		_, err := s.Commit(ctx, store.Commit{RunID: "r0", Rev: 2, OpenPause: pause, Events: []store.Event{{Type: "x"}}})
+		_, err := s.Commit(ctx, store.Commit{RunID: "r0", Rev: 2, EventSeq: 1, OpenPause: pause, Events: []store.Event{{Type: "x"}}})
 		return err
 	})
 	write("new run", func() error { _, err := s.CreateRun(ctx, run("new"), []store.Event{{Type: "run.started"}}); return err })
 	for i := 1; i <= good; i++ {
 		id := fmt.Sprint("r", i)
 		write(id, func() error {
-			_, err := s.Commit(ctx, store.Commit{RunID: id, Rev: 1, Steps: []store.Step{{Key: "a", Visit: 1, StepID: "a", Status: "succeeded", Attempts: 1}},
+			// Every other one with a wrong event sequence: the commit in
+			// one round trip is undone and done the other way.
+			hint := int64(1 + 5*(i%2))
+			_, err := s.Commit(ctx, store.Commit{RunID: id, Rev: 1, EventSeq: hint, Steps: []store.Step{{Key: "a", Visit: 1, StepID: "a", Status: "succeeded", Attempts: 1}},
 				Events: []store.Event{{Type: "step.succeeded", StepID: "a"}}})
 			return err
 		})
@@ -338,8 +341,12 @@ func TestSharedBatchIsolatesServerErrors(t *testing.T) {
 		t.Errorf("%d writes in %d transactions, want %d in 2 (the holder's, then the batch)", w, c, good+2)
 	}
 	for i := 1; i <= good; i++ {
-		if st, err := s.Steps(ctx, fmt.Sprint("r", i)); err != nil || len(st) != 1 {
-			t.Errorf("r%d: steps %v %v", i, st, err)
+		id := fmt.Sprint("r", i)
+		if st, err := s.Steps(ctx, id); err != nil || len(st) != 1 {
+			t.Errorf("%s: steps %v %v", id, st, err)
+		}
+		if evs, err := s.Events(ctx, id, 0, 0); err != nil || len(evs) != 2 || evs[1].Seq != 2 || evs[1].Type != "step.succeeded" {
+			t.Errorf("%s: events %+v %v", id, evs, err)
 		}
 	}
 	if r, err := s.GetRun(ctx, "r0"); err != nil || r.Rev != 2 || r.EventSeq != 1 {
