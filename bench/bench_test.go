@@ -207,3 +207,19 @@ func TestOnlySelectsByPrefix(t *testing.T) {
 		t.Error("without -only every figure is measured")
 	}
 }
+
+// TestPostgresStepFigures measures the postgres figures at the smoke sizes
+// when the test server is set (STEPWISE_TEST_DATABASE_URL).
+func TestPostgresStepFigures(t *testing.T) {
+	pg := postgresURL()
+	if pg == "" {
+		t.Skip(envPostgres + " is not set")
+	}
+	for _, kind := range []stepKind{noopSteps, effectSteps} {
+		f, err := stepsSerialPostgres(context.Background(), t.TempDir(), pg, kind, smokeSizes.SerialSteps, smokeSizes.RawCommits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		finitePositive(t, f)
+	}
+}

@@ -104,7 +104,7 @@ func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) (
 	})
 	homes := map[string]string{}
 	for _, name := range []string{"noop-serial-full", "noop-serial-normal", "noop-concurrent-full", "noop-concurrent-normal",
-		"effect-serial-full", "effect-serial-normal", "effect-concurrent-full", "effect-concurrent-normal", "continue", "toolcall-stdio", "toolcall-http", "spawn", "waiting", "stored"} {
+		"effect-serial-full", "effect-serial-normal", "effect-concurrent-full", "effect-concurrent-normal", "noop-serial-postgres", "effect-serial-postgres", "continue", "toolcall-stdio", "toolcall-http", "spawn", "waiting", "stored"} {
 		if homes[name], err = newHome(tmp, name); err != nil {
 			return nil, err
 		}
@@ -128,6 +128,13 @@ func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) (
 		for _, dur := range []string{"full", "normal"} {
 			r.one(kind.prefix+"concurrent_"+dur, func() (Figure, error) {
 				return stepsConcurrent(ctx, home(kind.uses+"-concurrent-"+dur), dur, kind, sz.ConcurrentRuns, sz.ConcurrentSteps, serial[dur])
+			})
+		}
+	}
+	if pg := postgresURL(); pg != "" {
+		for _, kind := range []stepKind{noopSteps, effectSteps} {
+			r.one(kind.prefix+"serial_postgres", func() (Figure, error) {
+				return stepsSerialPostgres(ctx, home(kind.uses+"-serial-postgres"), pg, kind, sz.SerialSteps, sz.RawCommits)
 			})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -23,10 +24,17 @@ const (
 	ExitInterrupted = 130 // Ctrl-C: the run stays resumable
 )
 
+// EnvDatabaseURL names the PostgreSQL database to use when --database is
+// not given.
+const EnvDatabaseURL = "STEPWISE_DATABASE_URL"
+
 // globals are the flags every command that touches the home has.
 type globals struct {
 	home       string
 	durability string
+	// database: --database, else $STEPWISE_DATABASE_URL ("" = the home's
+	// SQLite database).
+	database   string
 	tokenTTL   time.Duration
 	workspace  string
 	exprMemory int // MiB; 0: the default
@@ -37,6 +45,7 @@ type globals struct {
 func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&g.home, "home", "", "home directory (default $STEPWISE_HOME or ~/.stepwise)")
 	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
+	cmd.PersistentFlags().StringVar(&g.database, "database", "", "a PostgreSQL URL (postgres://…) to keep runs in instead of the home's SQLite file (default $"+EnvDatabaseURL+")")
 	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
 	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", "the directory shell and file actions work in (default HOME/workspace)")
 	cmd.PersistentFlags().IntVar(&g.exprMemory, "expr-memory", int(expr.DefaultMemoryLimit>>20), "the memory one expression evaluation may allocate, in MiB (EXPRESSION_BUDGET past it)")
@@ -78,10 +87,18 @@ func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.
 		return nil, usageErr("--max-recoveries must be at least 1")
 	}
 	opts.Home, opts.Durability, opts.TokenTTL, opts.Workspace = g.home, g.durability, g.tokenTTL, g.workspace
+	opts.Database = g.database
+	if opts.Database == "" {
+		opts.Database = os.Getenv(EnvDatabaseURL)
+	}
 	opts.MaxRecoveries = g.maxRecoveries
 	svc, err := service.Open(ctx, opts)
 	if err != nil {
-		return nil, &exitError{code: ExitUsage, msg: err.Error()}
+		msg := err.Error()
+		if dbErr := (*service.DatabaseError)(nil); errors.As(err, &dbErr) {
+			msg += " (check --database or $" + EnvDatabaseURL + "; unset, runs stay in the home's SQLite database)"
+		}
+		return nil, &exitError{code: ExitUsage, msg: msg}
 	}
 	return svc, nil
 }

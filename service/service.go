@@ -22,6 +22,7 @@ import (
 	"stepwise.dev/stepwise/mcpclient"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/postgres"
 	"stepwise.dev/stepwise/store/sqlite"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -30,8 +31,14 @@ import (
 type Options struct {
 	// Home is the --home flag ("" = STEPWISE_HOME or ~/.stepwise).
 	Home string
-	// Durability is sqlite.Full (default) or sqlite.Normal.
+	// Durability is sqlite.Full (default) or sqlite.Normal (the same
+	// names in store/postgres).
 	Durability string
+	// Database is a PostgreSQL URL (postgres:// or postgresql://) whose
+	// database keeps the runs instead of the home's SQLite file (""). The
+	// home still holds the library, catalogs and key. Errors opening it
+	// name the URL without its password.
+	Database string
 	// TokenTTL is the lifetime of pause tokens (default 24h).
 	TokenTTL time.Duration
 	// Logger receives logs (default: discard).
@@ -163,7 +170,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(ctx, h.DBPath(), sqlite.Options{Durability: opts.Durability})
+	st, err := openStore(ctx, h, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -484,3 +491,29 @@ func (s *Service) DriveAll(ctx context.Context) error {
 		}
 	}
 }
+
+// openStore opens the store opts name: PostgreSQL at opts.Database, else
+// the home's SQLite database.
+func openStore(ctx context.Context, h *home.Home, opts Options) (store.Store, error) {
+	if opts.Database == "" {
+		return sqlite.Open(ctx, h.DBPath(), sqlite.Options{Durability: opts.Durability})
+	}
+	if !postgres.IsURL(opts.Database) {
+		return nil, &DatabaseError{fmt.Errorf("database %s: want a postgres:// or postgresql:// URL", postgres.Redact(opts.Database))}
+	}
+	st, err := postgres.Open(ctx, opts.Database, postgres.Options{Durability: opts.Durability})
+	if err != nil {
+		return nil, &DatabaseError{err}
+	}
+	return st, nil
+}
+
+// DatabaseError is Open's error when the database Options.Database names
+// cannot be used: not a PostgreSQL URL, a server that does not answer or
+// refuses. Its text never holds the URL's password.
+type DatabaseError struct{ Err error }
+
+func (e *DatabaseError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *DatabaseError) Unwrap() error { return e.Err }

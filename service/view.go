@@ -12,7 +12,6 @@ import (
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
-	"stepwise.dev/stepwise/store/sqlite"
 )
 
 // RunView is a run as surfaces show it: secrets masked, the open pause with
@@ -205,7 +204,7 @@ var ErrCursorInvalid = errors.New("the cursor is not one a list gave")
 // ListRuns lists runs, newest first.
 func (s *Service) ListRuns(ctx context.Context, f store.RunFilter) ([]*RunView, string, error) {
 	runs, next, err := s.Store.ListRuns(ctx, f)
-	if errors.Is(err, sqlite.ErrBadCursor) {
+	if errors.Is(err, store.ErrBadCursor) {
 		return nil, "", fmt.Errorf("%w: %w", ErrCursorInvalid, err)
 	}
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package store defines how stepwise keeps runs: the Store interface that
-// every backend implements (store/sqlite now, store/postgres later) and the
+// every backend implements (store/sqlite, store/postgres) and the
 // records it holds. The semantics are pinned down by one conformance suite,
 // store/storetest, that every backend must pass.
 //
@@ -26,6 +26,8 @@ var (
 	ErrPauseClosed = errors.New("pause already closed")
 	// ErrExists: the record already exists.
 	ErrExists = errors.New("already exists")
+	// ErrBadCursor: a ListRuns cursor the store did not produce.
+	ErrBadCursor = errors.New("invalid cursor")
 )
 
 // Run statuses.

@@ -216,8 +216,9 @@ func encodeCursor(at int64, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%d/%s", at, id)))
 }
 
-// ErrBadCursor is returned for a cursor this store did not produce.
-var ErrBadCursor = errors.New("invalid cursor")
+// ErrBadCursor is returned for a cursor this store did not produce (the
+// same error as store.ErrBadCursor).
+var ErrBadCursor = store.ErrBadCursor
 
 func decodeCursor(c string) (int64, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)

@@ -1,0 +1,125 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pgDatabase returns a URL of the test PostgreSQL server
+// (STEPWISE_TEST_DATABASE_URL, which .ci/run sets) whose sessions use a
+// fresh schema, dropped when the test ends; it skips the test when the
+// variable is not set.
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	raw := os.Getenv("STEPWISE_TEST_DATABASE_URL")
+	if raw == "" {
+		t.Skip("STEPWISE_TEST_DATABASE_URL is not set: run with e.g. STEPWISE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable (.ci/run sets it)")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "stepwise_test_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, raw)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestPostgresRunAndServe: with --database, the example runs to the end on
+// PostgreSQL, `runs` lists it from there (the URL from
+// STEPWISE_DATABASE_URL this time), and `serve` works on the same database.
+func TestPostgresRunAndServe(t *testing.T) {
+	db := pgDatabase(t)
+	bin := sharedBinary(t)
+	home := libraryHome(t)
+	cmd := exec.Command(bin, "--home", home, "--database", db, "run", "../../examples/team-onboarding.yaml",
+		"--answers", "../../examples/answers/team-onboarding.yaml", "--json")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), `"status": "succeeded"`) && !strings.Contains(out.String(), `"status":"succeeded"`) {
+		t.Fatalf("run:\n%s", out.String())
+	}
+
+	cmd = exec.Command(bin, "--home", home, "runs")
+	cmd.Env = append(os.Environ(), "STEPWISE_DATABASE_URL="+db)
+	listed, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(listed), "team-onboarding") {
+		t.Fatalf("runs: %v\n%s", err, listed)
+	}
+	// The home's SQLite database was never created.
+	if _, err := os.Stat(filepath.Join(home, "stepwise.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a SQLite database in the home: %v", err)
+	}
+
+	cmd = exec.Command(bin, "--home", home, "--database", db, "serve")
+	n := &notes{}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, n.options()).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	scriptedSession(t, cs, n)
+}
+
+// TestDatabaseErrors: a URL that is not PostgreSQL's, or a server that does
+// not answer, is a one-line error with exit 2 that never shows the
+// password.
+func TestDatabaseErrors(t *testing.T) {
+	bin := sharedBinary(t)
+	for _, db := range []string{
+		"postgres://alice:s3cr3tpw@127.0.0.1:1/db?sslmode=disable&connect_timeout=2",
+		"mysql://alice:s3cr3tpw@127.0.0.1/db",
+		"postgres://alice:s3cr3tpw@127.0.0.1:1/db?sslmode=nonsense",
+	} {
+		cmd := exec.Command(bin, "--home", t.TempDir(), "--database", db, "runs")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%s: %v, want exit 2\n%s", db, err, out)
+		}
+		msg := strings.TrimSpace(string(out))
+		if strings.Contains(msg, "s3cr3tpw") || strings.Count(msg, "\n") > 0 || msg == "" {
+			t.Errorf("%s: %q", db, msg)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// sqlAdvanceRun moves a run to its next revision, checking the current
+// one; nil arguments leave their columns as they are.
+const sqlAdvanceRun = `UPDATE runs SET rev = rev + 1, updated_at = $1,
+		status = COALESCE($2, status), state = COALESCE($3, state), inputs = COALESCE($4, inputs),
+		outputs = CASE WHEN $5 THEN NULL ELSE COALESCE($6, outputs) END,
+		error = CASE WHEN $5 THEN NULL ELSE COALESCE($7, error) END,
+		finished_at = CASE WHEN $5 THEN NULL ELSE COALESCE($8, finished_at) END,
+		event_seq = event_seq + $9
+	WHERE id = $10 AND rev = $11 RETURNING rev, event_seq`
+
+// sqlAdvanceRunAt is sqlAdvanceRun for a caller that says what the run's
+// event sequence is (store.Commit.EventSeq): the events are numbered from
+// it before the update runs, which the update checks.
+const sqlAdvanceRunAt = `UPDATE runs SET rev = rev + 1, updated_at = $1,
+		status = COALESCE($2, status), state = COALESCE($3, state), inputs = COALESCE($4, inputs),
+		outputs = CASE WHEN $5 THEN NULL ELSE COALESCE($6, outputs) END,
+		error = CASE WHEN $5 THEN NULL ELSE COALESCE($7, error) END,
+		finished_at = CASE WHEN $5 THEN NULL ELSE COALESCE($8, finished_at) END,
+		event_seq = event_seq + $9
+	WHERE id = $10 AND rev = $11 AND event_seq = $12 RETURNING rev`
+
+// The other statements of a commit.
+const (
+	sqlClosePause    = `UPDATE pauses SET status = $1, answer = $2, answered_at = $3 WHERE run_id = $4 AND seq = $5 AND status = 'open'`
+	sqlPauseStatus   = `SELECT status FROM pauses WHERE run_id = $1 AND seq = $2`
+	sqlCancelPauses  = `UPDATE pauses SET status = 'canceled', answer = NULL, answered_at = $1 WHERE run_id = $2 AND seq = ANY($3) AND status = 'open'`
+	sqlInsertAnswer  = `INSERT INTO answers (run_id, pause_seq, step_key, value, at) VALUES ($1, $2, $3, $4, $5) RETURNING id`
+	sqlUpsertAttempt = `INSERT INTO attempts (run_id, key, visit, attempt, status, error, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (run_id, key, visit, attempt) DO UPDATE SET status = excluded.status, error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at`
+	sqlInsertPause = `INSERT INTO pauses (run_id, seq, step_key, visit, kind, request, status, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'open', $7, $8)`
+	sqlClearTimers = `DELETE FROM timers WHERE run_id = $1 AND key = ANY($2)`
+	sqlSetTimer    = `INSERT INTO timers (run_id, key, wake_at) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO UPDATE SET wake_at = excluded.wake_at`
+)
+
+// Commit writes one step's changes atomically. It checks the run's
+// revision first and, when a pause is to be closed, that the pause is still
+// open; either failing writes nothing. Concurrent commits share one
+// transaction (see group.go); each returns once that transaction committed.
+//
+// A commit that says what the run's event sequence is (Commit.EventSeq, as
+// the engine's do) is one round trip: a savepoint, the run's update
+// checking revision and sequence, and every other statement, pipelined in
+// one pgx.Batch. When the update finds another sequence (or revision), the
+// savepoint undoes the rest and the commit takes the other way: the run's
+// update first, whose result numbers the events, then the rest.
+func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	var res store.CommitResult
+	now := time.Now()
+	err := s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if c.EventSeq > 0 {
+			done, err := commitAt(ctx, tx, c, now, &res)
+			if done || err != nil {
+				return err
+			}
+		}
+		u := c.Run
+		var rev, eventSeq int64
+		err := tx.QueryRow(ctx, sqlAdvanceRun,
+			nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
+			u.Reopen, blob(u.Outputs), blob(u.Error), nullable(u.FinishedAt),
+			len(c.Events), c.RunID, c.Rev).Scan(&rev, &eventSeq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var n int64
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = $1`, c.RunID).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return store.ErrNotFound
+			}
+			return store.ErrConflict
+		}
+		if err != nil {
+			return err
+		}
+		eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
+		res = store.CommitResult{Rev: rev}
+		b := &pgx.Batch{}
+		plan := queueRest(b, c, rev, eventSeq, now)
+		if b.Len() == 0 {
+			return nil
+		}
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if err := readRest(br, c, plan, &res); err != nil {
+			return err
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return store.CommitResult{}, fmt.Errorf("commit run %s: %w", c.RunID, err)
+	}
+	return res, nil
+}
+
+// commitAt is Commit in one round trip, numbering the events from
+// c.EventSeq. It reports false, having written nothing, when the run is
+// not at c.Rev and c.EventSeq.
+func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res *store.CommitResult) (bool, error) {
+	u := c.Run
+	rev := c.Rev + 1
+	b := &pgx.Batch{}
+	b.Queue(`SAVEPOINT at`)
+	b.Queue(sqlAdvanceRunAt,
+		nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
+		u.Reopen, blob(u.Outputs), blob(u.Error), nullable(u.FinishedAt),
+		len(c.Events), c.RunID, c.Rev, c.EventSeq)
+	plan := queueRest(b, c, rev, c.EventSeq, now)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return false, err
+	}
+	var got int64
+	err := br.QueryRow().Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Not at this revision or sequence: what the batch did after the
+		// update (it may have failed on an event's number) is undone.
+		_ = br.Close()
+		if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT at`); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	if err != nil {
+		_ = br.Close()
+		return false, err
+	}
+	*res = store.CommitResult{Rev: got}
+	if err := readRest(br, c, plan, res); err != nil {
+		_ = br.Close()
+		return false, err
+	}
+	return true, br.Close()
+}
+
+// restPlan is what queueRest queued that readRest must read.
+type restPlan struct {
+	steps, events int
+	seqs          []int64
+}
+
+// queueRest queues every statement of c but the run's update, the run
+// being at revision rev (after the update) and its events numbered after
+// eventSeq.
+func queueRest(b *pgx.Batch, c store.Commit, rev, eventSeq int64, now time.Time) restPlan {
+	var plan restPlan
+	if p := c.ClosePause; p != nil {
+		at := p.At
+		if at.IsZero() {
+			at = now
+		}
+		b.Queue(sqlClosePause, p.Status, blob(p.Answer), nanos(at), c.RunID, p.Seq)
+		b.Queue(sqlPauseStatus, c.RunID, p.Seq)
+	}
+	if len(c.CancelPauses) > 0 {
+		b.Queue(sqlCancelPauses, nanos(now), c.RunID, c.CancelPauses)
+	}
+	if a := c.Answer; a != nil {
+		at := a.At
+		if at.IsZero() {
+			at = now
+		}
+		b.Queue(sqlInsertAnswer, c.RunID, a.PauseSeq, a.StepKey, blob(a.Value), nanos(at))
+	}
+	plan.steps = queueSteps(b, c.RunID, rev, c.Steps)
+	for _, a := range c.Attempts {
+		b.Queue(sqlUpsertAttempt, c.RunID, a.Key, a.Visit, a.Attempt, a.Status, nullString(a.Error), nanos(a.StartedAt), nanos(a.FinishedAt))
+	}
+	if p := c.OpenPause; p != nil {
+		created := p.CreatedAt
+		if created.IsZero() {
+			created = now
+		}
+		request := []byte(p.Request)
+		if request == nil {
+			request = []byte{}
+		}
+		b.Queue(sqlInsertPause, c.RunID, p.Seq, p.StepKey, p.Visit, p.Kind, request, nanos(p.ExpiresAt), nanos(created))
+	}
+	if len(c.ClearTimers) > 0 {
+		b.Queue(sqlClearTimers, c.RunID, c.ClearTimers)
+	}
+	for _, t := range c.SetTimers {
+		b.Queue(sqlSetTimer, c.RunID, t.Key, nanos(t.WakeAt))
+	}
+	plan.seqs, plan.events = queueEvents(b, c.RunID, eventSeq, c.Events, now)
+	return plan
+}
+
+// readRest reads the results of what queueRest queued, in order, turning
+// the first failure into the commit's error, and records the answer's id
+// and the events' numbers in res.
+func readRest(br pgx.BatchResults, c store.Commit, plan restPlan, res *store.CommitResult) error {
+	if p := c.ClosePause; p != nil {
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("close pause %d: %w", p.Seq, err)
+		}
+		var status string
+		err = br.QueryRow().Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("pause %d: %w", p.Seq, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("close pause %d: %w", p.Seq, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return store.ErrPauseClosed
+		}
+	}
+	if len(c.CancelPauses) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("cancel pauses %v: %w", c.CancelPauses, err)
+		}
+	}
+	if c.Answer != nil {
+		if err := br.QueryRow().Scan(&res.AnswerID); err != nil {
+			return fmt.Errorf("record answer: %w", err)
+		}
+	}
+	for range plan.steps {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("record steps: %w", err)
+		}
+	}
+	for _, a := range c.Attempts {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("record attempt %s/%d: %w", a.Key, a.Attempt, err)
+		}
+	}
+	if p := c.OpenPause; p != nil {
+		if _, err := br.Exec(); err != nil {
+			if sqlState(err) == codeUniqueViolation {
+				return fmt.Errorf("open pause %d: %w", p.Seq, store.ErrExists)
+			}
+			return fmt.Errorf("open pause %d: %w", p.Seq, err)
+		}
+	}
+	if len(c.ClearTimers) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("clear timers: %w", err)
+		}
+	}
+	for _, t := range c.SetTimers {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("set timer %s: %w", t.Key, err)
+		}
+	}
+	for range plan.events {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("append events: %w", err)
+		}
+	}
+	res.EventSeqs = plan.seqs
+	return nil
+}

@@ -1,0 +1,176 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Group commit, as in store/sqlite (see its group.go): every transaction
+// pays fixed costs (BEGIN, COMMIT, the WAL flush the server waits for)
+// whatever it carries, so concurrent writes of this process queue here and
+// whoever finds the writer free becomes the leader: it takes what is
+// queued and writes it in one transaction, each write inside its own
+// savepoint, so that one write's failure (a conflict, a closed pause, a
+// missing run) rolls back that write alone and is returned to its caller
+// only. Every caller of a batch returns after the one COMMIT. A lone write
+// is a batch of one, written at once, without a savepoint.
+//
+// A batch carries at most maxBatch writes: each savepoint that writes is a
+// subtransaction (two for a commit in one round trip, commit.go), and a
+// transaction with more than 64 of them overflows the server's per-backend
+// cache of subtransaction ids, which slows every other session's
+// snapshots while it lasts.
+
+// maxBatch is the most writes one transaction carries.
+const maxBatch = 30
+
+// groupOp is one caller's write waiting in the queue.
+type groupOp struct {
+	ctx context.Context
+	fn  func(context.Context, pgx.Tx) error
+	err error
+	// lead is set when the previous leader hands the writer to this op.
+	lead bool
+	// wake is signaled once: the op was written (or failed), or it leads.
+	wake chan struct{}
+}
+
+var groupOps = sync.Pool{New: func() any { return &groupOp{wake: make(chan struct{}, 1)} }}
+
+// group is the queue of writes and whether a leader is writing.
+type group struct {
+	mu    sync.Mutex
+	queue []*groupOp
+	busy  bool
+}
+
+// groupTx runs fn in a write transaction shared with whatever other writes
+// are queued when the writer becomes free, and returns once that
+// transaction committed (nil) or fn's own error (nothing of fn written).
+// fn runs with a context that is not canceled: an interrupted statement
+// would end the connection and the whole shared transaction. A caller
+// whose ctx ends before its turn gets ctx's error and nothing is written.
+func (s *Store) groupTx(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := groupOps.Get().(*groupOp)
+	op.ctx, op.fn, op.err, op.lead = ctx, fn, nil, false
+	g := &s.group
+	g.mu.Lock()
+	g.queue = append(g.queue, op)
+	if g.busy {
+		g.mu.Unlock()
+		<-op.wake
+		if !op.lead {
+			return op.release()
+		}
+	} else {
+		g.busy = true
+		g.mu.Unlock()
+	}
+	// This goroutine leads: write what is queued (its own op first among
+	// it, being the queue's head), then hand the writer to the first op
+	// still queued.
+	g.mu.Lock()
+	n := min(len(g.queue), maxBatch)
+	batch := make([]*groupOp, n)
+	copy(batch, g.queue)
+	rest := copy(g.queue, g.queue[n:])
+	clear(g.queue[rest:])
+	g.queue = g.queue[:rest]
+	g.mu.Unlock()
+	s.writeBatch(batch, op)
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		next := g.queue[0]
+		next.lead = true
+		next.wake <- struct{}{}
+	} else {
+		g.busy = false
+	}
+	g.mu.Unlock()
+	return op.release()
+}
+
+// release returns the op to the pool and its error to the caller.
+func (op *groupOp) release() error {
+	err := op.err
+	op.ctx, op.fn, op.err = nil, nil, nil
+	groupOps.Put(op)
+	return err
+}
+
+// writeBatch writes batch in one transaction and wakes every op in it but
+// self (the leader's own, which its goroutine returns itself).
+func (s *Store) writeBatch(batch []*groupOp, self *groupOp) {
+	if err := s.runBatch(batch); err != nil {
+		for _, op := range batch {
+			if op.err == nil {
+				op.err = err
+			}
+		}
+	}
+	for _, op := range batch {
+		if op != self {
+			op.wake <- struct{}{}
+		}
+	}
+}
+
+// runBatch is the shared transaction. An error it returns (BEGIN, a
+// savepoint statement, COMMIT) means nothing of the batch was written; the
+// ops' own errors are in op.err.
+func (s *Store) runBatch(batch []*groupOp) error {
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	written := 0
+	if len(batch) == 1 {
+		op := batch[0]
+		if op.err = op.ctx.Err(); op.err == nil {
+			op.err = op.fn(context.WithoutCancel(op.ctx), tx)
+		}
+		if op.err == nil {
+			written++
+		}
+	} else {
+		for _, op := range batch {
+			if op.err = op.ctx.Err(); op.err != nil {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `SAVEPOINT write`); err != nil {
+				_ = tx.Rollback(ctx)
+				return fmt.Errorf("savepoint: %w", err)
+			}
+			if op.err = op.fn(context.WithoutCancel(op.ctx), tx); op.err != nil {
+				// Undo this op alone; should the connection be gone,
+				// this fails and so does the batch.
+				if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT write`); err != nil {
+					_ = tx.Rollback(ctx)
+					return fmt.Errorf("roll back to savepoint: %w", err)
+				}
+			} else {
+				written++
+			}
+			if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT write`); err != nil {
+				_ = tx.Rollback(ctx)
+				return fmt.Errorf("release savepoint: %w", err)
+			}
+		}
+	}
+	if written == 0 {
+		return tx.Rollback(ctx)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	s.commits.Add(1)
+	s.writes.Add(int64(written))
+	return nil
+}
