@@ -215,6 +215,11 @@ type Commit struct {
 	// SetTimers and ClearTimers manage wake-ups (by Key).
 	SetTimers   []Timer
 	ClearTimers []string
+	// Lease, when set, fences the commit: it is written only if the run's
+	// lease is held by Lease.Owner at Lease.Epoch (checked in the commit's
+	// transaction), else it fails with ErrLeaseLost and writes nothing.
+	// Nil: not fenced. See lease.go.
+	Lease *LeaseRef
 }
 
 // PauseClose closes a pause.
@@ -282,8 +287,31 @@ type Store interface {
 	// of one workflow; a workflow never run has zero stats.
 	WorkflowStats(ctx context.Context, workflow string) (WorkflowStats, error)
 
-	// Commit applies one step's changes atomically.
+	// Commit applies one step's changes atomically (fenced by c.Lease when
+	// set: ErrLeaseLost).
 	Commit(ctx context.Context, c Commit) (CommitResult, error)
+
+	// Run leases (see lease.go for the guarantees).
+	//
+	// AcquireLease takes the run's lease for owner until now+ttl when it is
+	// free, expired at now, or already owner's; every acquisition bumps the
+	// epoch. Another owner's unexpired lease: *LeaseHeldError
+	// (ErrLeaseHeld). No such run: ErrNotFound.
+	AcquireLease(ctx context.Context, runID, owner string, now time.Time, ttl time.Duration) (Lease, error)
+	// RenewLease extends l to now+ttl, keeping its epoch, if the run's
+	// lease is still l's owner at l's epoch (ErrLeaseLost otherwise).
+	RenewLease(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error)
+	// ReleaseLease frees the run's lease if it is still l's owner at l's
+	// epoch (ErrLeaseLost otherwise); the epoch stays.
+	ReleaseLease(ctx context.Context, l Lease) error
+	// GetLease returns the run's lease (Owner "" when free).
+	GetLease(ctx context.Context, runID string) (Lease, error)
+	// ClaimRuns atomically acquires, for owner until now+ttl, the leases of
+	// up to limit runs that the filter selects and whose lease is free or
+	// expired at now, oldest runs first, skipping runs whose lease another
+	// claimant is taking at the same moment. No run is ever handed to two
+	// concurrent claimants.
+	ClaimRuns(ctx context.Context, owner string, now time.Time, ttl time.Duration, f ClaimFilter, limit int) ([]Lease, error)
 
 	// Steps returns the recorded step results of a run in the order they
 	// were recorded.

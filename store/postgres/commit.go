@@ -60,6 +60,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 	var res store.CommitResult
 	now := time.Now()
 	err := s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if c.Lease != nil {
+			if err := checkLease(ctx, tx, c.RunID, c.Lease); err != nil {
+				return err
+			}
+		}
 		if c.EventSeq > 0 {
 			done, err := commitAt(ctx, tx, c, now, &res)
 			if done || err != nil {

@@ -18,6 +18,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 	var res store.CommitResult
 	now := time.Now()
 	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if c.Lease != nil {
+			if err := checkLease(ctx, tx, c.RunID, c.Lease); err != nil {
+				return err
+			}
+		}
 		var rev, eventSeq int64
 		var err error
 		u := c.Run

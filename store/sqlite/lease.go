@@ -1,0 +1,181 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// Run leases (see store/lease.go). Every lease write goes through the
+// group commit like the other writes: one writer, and several stores on
+// one file serialize on SQLite's write lock, so a check and the write that
+// follows it in one transaction see no other writer in between.
+
+// AcquireLease implements store.Store.
+func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.Time, ttl time.Duration) (store.Lease, error) {
+	if err := store.CheckLeaseRequest(owner, ttl); err != nil {
+		return store.Lease{}, err
+	}
+	l := store.Lease{RunID: runID, Owner: owner, Expires: now.Add(ttl).UTC()}
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?1, lease_epoch = lease_epoch + 1, lease_expires = ?2
+			WHERE id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?4) RETURNING lease_epoch`,
+			owner, nanos(l.Expires), runID, nanos(now)).Scan(&l.Epoch)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var holder sql.NullString
+		var expires int64
+		err = tx.QueryRowContext(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = ?`, runID).Scan(&holder, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return &store.LeaseHeldError{RunID: runID, Owner: holder.String, Expires: fromNanos(expires)}
+	})
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("acquire lease on run %s: %w", runID, err)
+	}
+	return l, nil
+}
+
+// RenewLease implements store.Store.
+func (s *Store) RenewLease(ctx context.Context, l store.Lease, now time.Time, ttl time.Duration) (store.Lease, error) {
+	if err := store.CheckLeaseRequest(l.Owner, ttl); err != nil {
+		return store.Lease{}, err
+	}
+	l.Expires = now.Add(ttl).UTC()
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND lease_epoch = ?`,
+			nanos(l.Expires), l.RunID, l.Owner, l.Epoch)
+		if err != nil {
+			return err
+		}
+		return s.leaseWritten(ctx, tx, r, l.RunID)
+	})
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("renew lease on run %s: %w", l.RunID, err)
+	}
+	return l, nil
+}
+
+// ReleaseLease implements store.Store.
+func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = ? AND lease_owner = ? AND lease_epoch = ?`,
+			l.RunID, l.Owner, l.Epoch)
+		if err != nil {
+			return err
+		}
+		return s.leaseWritten(ctx, tx, r, l.RunID)
+	})
+	if err != nil {
+		return fmt.Errorf("release lease on run %s: %w", l.RunID, err)
+	}
+	return nil
+}
+
+// leaseWritten turns a lease update that changed no row into ErrNotFound
+// or ErrLeaseLost.
+func (s *Store) leaseWritten(ctx context.Context, tx *sql.Tx, r sql.Result, runID string) error {
+	if n, err := r.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, runID).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return store.ErrLeaseLost
+}
+
+// checkLease fences a commit: the run's lease must be ref's.
+func checkLease(ctx context.Context, tx *sql.Tx, runID string, ref *store.LeaseRef) error {
+	var owner sql.NullString
+	var epoch int64
+	err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_epoch FROM runs WHERE id = ?`, runID).Scan(&owner, &epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if !owner.Valid || owner.String != ref.Owner || epoch != ref.Epoch {
+		return store.ErrLeaseLost
+	}
+	return nil
+}
+
+// GetLease implements store.Store.
+func (s *Store) GetLease(ctx context.Context, runID string) (store.Lease, error) {
+	var owner sql.NullString
+	var expires int64
+	l := store.Lease{RunID: runID}
+	err := s.r.QueryRowContext(ctx, `SELECT lease_owner, lease_epoch, lease_expires FROM runs WHERE id = ?`, runID).Scan(&owner, &l.Epoch, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Lease{}, fmt.Errorf("lease of run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("lease of run %s: %w", runID, err)
+	}
+	if owner.Valid {
+		l.Owner, l.Expires = owner.String, fromNanos(expires)
+	}
+	return l, nil
+}
+
+// ClaimRuns implements store.Store.
+func (s *Store) ClaimRuns(ctx context.Context, owner string, now time.Time, ttl time.Duration, f store.ClaimFilter, limit int) ([]store.Lease, error) {
+	if err := store.CheckLeaseRequest(owner, ttl); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	expires := now.Add(ttl).UTC()
+	statuses := f.Statuses()
+	args := []any{owner, nanos(expires)}
+	for _, st := range statuses {
+		args = append(args, st)
+	}
+	args = append(args, nanos(now))
+	q := `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?
+		WHERE id IN (SELECT id FROM runs WHERE status IN (?` + strings.Repeat(", ?", len(statuses)-1) + `)
+			AND (lease_owner IS NULL OR lease_expires <= ?)`
+	if f.Workflow != "" {
+		q += ` AND workflow = ?`
+		args = append(args, f.Workflow)
+	}
+	q += ` ORDER BY created_at, id LIMIT ?) RETURNING id, lease_epoch`
+	args = append(args, limit)
+	var out []store.Lease
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			l := store.Lease{Owner: owner, Expires: expires}
+			if err := rows.Scan(&l.RunID, &l.Epoch); err != nil {
+				return err
+			}
+			out = append(out, l)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	return out, nil
+}
