@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"PurgeLeavesActiveTreesWhole", testPurgeActive},
 		{"PurgeRespectsFilters", testPurgeFilters},
 	}
+	tests = append(tests, leaseTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
