@@ -100,6 +100,26 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceShared races lease claimants on two stores (two pools)
+// open on one schema, as two replicas would.
+func TestConformanceShared(t *testing.T) {
+	testURL(t)
+	t.Parallel()
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		u := freshSchema(t)
+		a, err := Open(context.Background(), u, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Open(context.Background(), u, Options{})
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}
+
 // TestConformanceSmallPurgeBatches runs the suite with purges of two runs
 // per transaction, so that batching is exercised.
 func TestConformanceSmallPurgeBatches(t *testing.T) {

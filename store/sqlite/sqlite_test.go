@@ -143,3 +143,21 @@ func TestMultiRowStatementsArePreparedOnFirstUse(t *testing.T) {
 		t.Fatalf("%d events, %v; want 13", len(evs), err)
 	}
 }
+
+// TestConformanceShared races lease claimants on two stores open on one
+// file, as two processes on one home would.
+func TestConformanceShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "shared.db")
+		a, err := Open(context.Background(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Open(context.Background(), path, Options{})
+		if err != nil {
+			a.Close()
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}
