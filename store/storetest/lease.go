@@ -35,6 +35,7 @@ func RunShared(t *testing.T, open PairOpener) {
 		{"LeaseRaceOneWinner", testLeaseRace},
 		{"ClaimRunsNeverHandsARunTwice", testClaimRunsConcurrent},
 		{"FencedCommitAfterTakeover", func(t *testing.T, a, b store.Store) { testLeaseTakeover(t, a, b) }},
+		{"CommitRacingTakeover", testLeaseCommitVsTakeover},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +59,7 @@ var leaseTests = []struct {
 	{"ClaimRunsSelects", testClaimRuns},
 	{"ClaimRunsNeverHandsARunTwice", func(t *testing.T, s store.Store) { testClaimRunsConcurrent(t, s, s) }},
 	{"LeaseModel", testLeaseModel},
+	{"CommitRacingTakeover", func(t *testing.T, s store.Store) { testLeaseCommitVsTakeover(t, s, s) }},
 }
 
 func wantHeld(t *testing.T, err error, owner string, expires time.Time) {
@@ -556,4 +558,54 @@ func testLeaseModel(t *testing.T, s store.Store) {
 			}
 		}
 	})
+}
+
+// testLeaseCommitVsTakeover: the holder commits as fast as it can while,
+// on the other store, a claimant takes the expired lease over, reads the
+// run and commits at the revision it read. No commit of the old holder
+// may land after the takeover: the new holder's commit never conflicts,
+// and every commit the old holder was told succeeded is in the run.
+func testLeaseCommitVsTakeover(t *testing.T, s1, s2 store.Store) {
+	for round := 0; round < 5; round++ {
+		r := newRun(t, s1)
+		a := ok(s1.AcquireLease(ctx, r.ID, "A", t0, ttl))(t)
+		var wg sync.WaitGroup
+		var done int64
+		var aErr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rev := r.Rev
+			for {
+				_, err := s1.Commit(ctx, store.Commit{RunID: r.ID, Rev: rev, Lease: a.Ref(), Events: []store.Event{{Type: "a"}}})
+				if errors.Is(err, store.ErrLeaseLost) {
+					return
+				}
+				if err != nil {
+					aErr = err
+					return
+				}
+				rev++
+				done++
+				// A driver works between commits. Without a pause, on
+				// SQLite, a process committing back to back starves
+				// another process's writer beyond its busy timeout.
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		time.Sleep(time.Duration(round) * 5 * time.Millisecond)
+		b := ok(s2.AcquireLease(ctx, r.ID, "B", t0.Add(ttl), ttl))(t)
+		cur := ok(s2.GetRun(ctx, r.ID))(t)
+		if _, err := s2.Commit(ctx, store.Commit{RunID: r.ID, Rev: cur.Rev, Lease: b.Ref(), Events: []store.Event{{Type: "b"}}}); err != nil {
+			t.Fatalf("round %d: the new holder's commit: %v", round, err)
+		}
+		wg.Wait() // the old holder's next commit is refused
+		if aErr != nil {
+			t.Fatalf("round %d: old holder: %v", round, aErr)
+		}
+		got := ok(s1.GetRun(ctx, r.ID))(t)
+		if got.Rev != r.Rev+done+1 {
+			t.Fatalf("round %d: rev %d after %d commits of the old holder and one of the new", round, got.Rev, done)
+		}
+	}
 }
