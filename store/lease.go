@@ -106,6 +106,18 @@ func (f ClaimFilter) Statuses() []string {
 	return f.Status
 }
 
+// CreateLease is the lease a CreateRun of r takes (zero when r.Lease is
+// nil), or ErrInvalidLease (backends call it).
+func CreateLease(r Run) (Lease, error) {
+	if r.Lease == nil {
+		return Lease{}, nil
+	}
+	if r.Lease.Owner == "" || r.Lease.Expires.IsZero() {
+		return Lease{}, fmt.Errorf("%w: a lease needs an owner and an expiry", ErrInvalidLease)
+	}
+	return Lease{RunID: r.ID, Owner: r.Lease.Owner, Epoch: 1, Expires: r.Lease.Expires.UTC()}, nil
+}
+
 // CheckLeaseRequest validates an owner and TTL (backends call it).
 func CheckLeaseRequest(owner string, ttl time.Duration) error {
 	if owner == "" {

@@ -86,6 +86,11 @@ type Run struct {
 	// by an earlier one (the engine's recovery counts on it).
 	UpdatedAt  time.Time
 	FinishedAt time.Time // zero while not finished
+	// Lease, given to CreateRun, creates the run leased to Lease.Owner
+	// until Lease.Expires, at epoch 1 (whatever Lease.Epoch says): the run
+	// is runnable and leased in one transaction. Reads leave it nil (see
+	// GetLease).
+	Lease *Lease
 }
 
 // Step is the recorded result of one execution of a step. Key identifies
@@ -220,6 +225,18 @@ type Commit struct {
 	// transaction), else it fails with ErrLeaseLost and writes nothing.
 	// Nil: not fenced. See lease.go.
 	Lease *LeaseRef
+	// Acquire, when set, also acquires the run's lease in the commit's
+	// transaction, as AcquireLease would (after the Lease check): another
+	// owner's unexpired lease fails the commit with *LeaseHeldError and
+	// nothing is written. The new lease is CommitResult.Lease.
+	Acquire *LeaseRequest
+}
+
+// LeaseRequest asks for a run's lease for Owner from Now for TTL.
+type LeaseRequest struct {
+	Owner string
+	Now   time.Time
+	TTL   time.Duration
 }
 
 // PauseClose closes a pause.
@@ -235,6 +252,9 @@ type CommitResult struct {
 	Rev       int64
 	EventSeqs []int64
 	AnswerID  int64
+	// Lease is the lease the write acquired (Commit.Acquire, Run.Lease of
+	// CreateRun); zero otherwise.
+	Lease Lease
 }
 
 // WorkflowStats summarizes the runs of one workflow.

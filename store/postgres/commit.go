@@ -59,12 +59,26 @@ const (
 func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
+	if a := c.Acquire; a != nil {
+		if err := store.CheckLeaseRequest(a.Owner, a.TTL); err != nil {
+			return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
+		}
+	}
 	err := s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if c.Lease != nil {
 			if err := checkLease(ctx, tx, c.RunID, c.Lease); err != nil {
 				return err
 			}
 		}
+		var lease store.Lease
+		if a := c.Acquire; a != nil {
+			lease = store.Lease{RunID: c.RunID, Owner: a.Owner, Expires: a.Now.Add(a.TTL).UTC()}
+			var err error
+			if lease.Epoch, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, lease.Expires); err != nil {
+				return err
+			}
+		}
+		defer func() { res.Lease = lease }()
 		if c.EventSeq > 0 {
 			done, err := commitAt(ctx, tx, c, now, &res)
 			if done || err != nil {

@@ -29,25 +29,34 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 	}
 	l := store.Lease{RunID: runID, Owner: owner, Expires: now.Add(ttl).UTC()}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var holder *string
-		var expires int64
-		err := tx.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&holder, &expires)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if holder != nil && *holder != owner && expires > nanos(now) {
-			return &store.LeaseHeldError{RunID: runID, Owner: *holder, Expires: fromNanos(expires)}
-		}
-		return tx.QueryRow(ctx, `UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires = $2 WHERE id = $3 RETURNING lease_epoch`,
-			owner, nanos(l.Expires), runID).Scan(&l.Epoch)
+		var err error
+		l.Epoch, err = acquireIn(ctx, tx, runID, owner, now, l.Expires)
+		return err
 	})
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("acquire lease on run %s: %w", runID, err)
 	}
 	return l, nil
+}
+
+// acquireIn takes the run's lease in tx (see AcquireLease) and returns
+// its new epoch. The row stays locked until tx ends.
+func acquireIn(ctx context.Context, tx pgx.Tx, runID, owner string, now, expires time.Time) (int64, error) {
+	var holder *string
+	var until, epoch int64
+	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&holder, &until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	if holder != nil && *holder != owner && until > nanos(now) {
+		return 0, &store.LeaseHeldError{RunID: runID, Owner: *holder, Expires: fromNanos(until)}
+	}
+	err = tx.QueryRow(ctx, `UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires = $2 WHERE id = $3 RETURNING lease_epoch`,
+		owner, nanos(expires), runID).Scan(&epoch)
+	return epoch, err
 }
 
 // RenewLease implements store.Store.

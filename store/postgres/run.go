@@ -69,10 +69,17 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
-	err := s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	lease, err := store.CreateLease(r)
+	if err != nil {
+		return store.CommitResult{}, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	err = s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(sqlInsertRun, r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
 			nullString(r.ParentID), len(events), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
+		if r.Lease != nil {
+			b.Queue(`UPDATE runs SET lease_owner = $1, lease_epoch = 1, lease_expires = $2 WHERE id = $3`, lease.Owner, nanos(lease.Expires), r.ID)
+		}
 		nSteps := queueSteps(b, r.ID, 1, steps)
 		seqs, nEvents := queueEvents(b, r.ID, 0, events, now)
 		br := tx.SendBatch(ctx, b)
@@ -85,6 +92,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 				return store.ErrExists
 			}
 			return err
+		}
+		if r.Lease != nil {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("lease: %w", err)
+			}
 		}
 		for range nSteps {
 			if _, err := br.Exec(); err != nil {
@@ -102,6 +114,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	if err != nil {
 		return store.CommitResult{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	res.Lease = lease
 	return res, nil
 }
 

@@ -17,11 +17,25 @@ import (
 func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
+	if a := c.Acquire; a != nil {
+		if err := store.CheckLeaseRequest(a.Owner, a.TTL); err != nil {
+			return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
+		}
+	}
 	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res = store.CommitResult{}
 		if c.Lease != nil {
 			if err := checkLease(ctx, tx, c.RunID, c.Lease); err != nil {
 				return err
 			}
+		}
+		if a := c.Acquire; a != nil {
+			l := store.Lease{RunID: c.RunID, Owner: a.Owner, Expires: a.Now.Add(a.TTL).UTC()}
+			var err error
+			if l.Epoch, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, l.Expires); err != nil {
+				return err
+			}
+			res.Lease = l
 		}
 		var rev, eventSeq int64
 		var err error

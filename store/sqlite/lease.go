@@ -23,27 +23,36 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 	}
 	l := store.Lease{RunID: runID, Owner: owner, Expires: now.Add(ttl).UTC()}
 	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?1, lease_epoch = lease_epoch + 1, lease_expires = ?2
-			WHERE id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?4) RETURNING lease_epoch`,
-			owner, nanos(l.Expires), runID, nanos(now)).Scan(&l.Epoch)
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		var holder sql.NullString
-		var expires int64
-		err = tx.QueryRowContext(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = ?`, runID).Scan(&holder, &expires)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		return &store.LeaseHeldError{RunID: runID, Owner: holder.String, Expires: fromNanos(expires)}
+		var err error
+		l.Epoch, err = acquireIn(ctx, tx, runID, owner, now, l.Expires)
+		return err
 	})
 	if err != nil {
 		return store.Lease{}, fmt.Errorf("acquire lease on run %s: %w", runID, err)
 	}
 	return l, nil
+}
+
+// acquireIn takes the run's lease in tx (see AcquireLease) and returns
+// its new epoch.
+func acquireIn(ctx context.Context, tx *sql.Tx, runID, owner string, now, expires time.Time) (int64, error) {
+	var epoch int64
+	err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?1, lease_epoch = lease_epoch + 1, lease_expires = ?2
+		WHERE id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?4) RETURNING lease_epoch`,
+		owner, nanos(expires), runID, nanos(now)).Scan(&epoch)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return epoch, err
+	}
+	var holder sql.NullString
+	var until int64
+	err = tx.QueryRowContext(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = ?`, runID).Scan(&holder, &until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	return 0, &store.LeaseHeldError{RunID: runID, Owner: holder.String, Expires: fromNanos(until)}
 }
 
 // RenewLease implements store.Store.

@@ -65,7 +65,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
-	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	lease, err := store.CreateLease(r)
+	if err != nil {
+		return res, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	err = s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, sqlInsertRun,
 			r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
 			nullString(r.ParentID), len(events), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
@@ -79,6 +83,12 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.Rev = 1
+		if r.Lease != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = 1, lease_expires = ? WHERE id = ?`,
+				lease.Owner, nanos(lease.Expires), r.ID); err != nil {
+				return fmt.Errorf("lease: %w", err)
+			}
+		}
 		if err := s.upsertSteps(ctx, tx, r.ID, 1, steps); err != nil {
 			return fmt.Errorf("copy steps: %w", err)
 		}
@@ -92,6 +102,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	if err != nil {
 		return res, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	res.Lease = lease
 	return res, nil
 }
 

@@ -59,6 +59,7 @@ var leaseTests = []struct {
 	{"ClaimRunsSelects", testClaimRuns},
 	{"ClaimRunsNeverHandsARunTwice", func(t *testing.T, s store.Store) { testClaimRunsConcurrent(t, s, s) }},
 	{"LeaseModel", testLeaseModel},
+	{"LeaseTakenWithCreateAndCommit", testLeaseInWrites},
 	{"CommitRacingTakeover", func(t *testing.T, s store.Store) { testLeaseCommitVsTakeover(t, s, s) }},
 }
 
@@ -608,4 +609,73 @@ func testLeaseCommitVsTakeover(t *testing.T, s1, s2 store.Store) {
 			t.Fatalf("round %d: rev %d after %d commits of the old holder and one of the new", round, got.Rev, done)
 		}
 	}
+}
+
+// testLeaseInWrites: CreateRun (Run.Lease) and Commit (Commit.Acquire)
+// take the lease in the transaction that makes the run runnable; a write
+// that fails takes nothing, and a lease held by another fails the write.
+func testLeaseInWrites(t *testing.T, s store.Store) {
+	v := seedVersion(t, s)
+	bad := store.Run{ID: fmt.Sprintf("run-%d", runCounter.Add(1)), Workflow: "wf", Version: v, Status: store.StatusRunning, Lease: &store.Lease{Expires: t0}}
+	if _, err := s.CreateRun(ctx, bad, nil); !errors.Is(err, store.ErrInvalidLease) {
+		t.Fatalf("create with an ownerless lease: %v", err)
+	}
+	if _, err := s.GetRun(ctx, bad.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused create left the run: %v", err)
+	}
+	r := store.Run{ID: fmt.Sprintf("run-%d", runCounter.Add(1)), Workflow: "wf", Version: v, Status: store.StatusPending, Lease: &store.Lease{Owner: "A", Epoch: 7, Expires: t0.Add(ttl)}}
+	res := ok(s.CreateRun(ctx, r, []store.Event{{Type: "run.created"}}))(t)
+	if res.Lease != (store.Lease{RunID: r.ID, Owner: "A", Epoch: 1, Expires: t0.Add(ttl)}) {
+		t.Fatalf("created with lease %+v", res.Lease)
+	}
+	wantLease(t, s, r.ID, "A", 1, t0.Add(ttl))
+	if got := ok(s.ClaimRuns(ctx, "B", t0, ttl, store.ClaimFilter{}, 10))(t); len(got) != 0 {
+		t.Fatalf("claimed a run created leased: %+v", got)
+	}
+	a := res.Lease
+	if res := ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 1, Lease: a.Ref()}))(t); res.Lease != (store.Lease{}) {
+		t.Fatalf("a commit without Acquire reported lease %+v", res.Lease)
+	}
+
+	// Acquire while A holds it: refused, nothing written.
+	_, err := s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 2, Acquire: &store.LeaseRequest{Owner: "B", Now: t0, TTL: ttl},
+		Run: store.RunUpdate{Status: store.StatusRunning}, Events: []store.Event{{Type: "x"}}})
+	wantHeld(t, err, "A", t0.Add(ttl))
+	if got := ok(s.GetRun(ctx, r.ID))(t); got.Rev != 2 || got.Status != store.StatusPending || got.EventSeq != 1 {
+		t.Fatalf("a refused acquiring commit changed the run: %+v", got)
+	}
+	// A conflicting commit acquires nothing.
+	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 1, Acquire: &store.LeaseRequest{Owner: "B", Now: t0.Add(ttl), TTL: ttl}})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale acquiring commit: %v", err)
+	}
+	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 2, EventSeq: 1, Acquire: &store.LeaseRequest{Owner: "B", Now: t0.Add(ttl), TTL: ttl},
+		ClosePause: &store.PauseClose{Seq: 9, Status: store.PauseAnswered}})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("acquiring commit closing a missing pause: %v", err)
+	}
+	wantLease(t, s, r.ID, "A", 1, t0.Add(ttl))
+
+	// After expiry B acquires it with its commit; A is fenced off.
+	for _, seq := range []int64{0, 1} {
+		res = ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 2 + seq, EventSeq: seq, Acquire: &store.LeaseRequest{Owner: "B", Now: t0.Add(ttl), TTL: ttl},
+			Run: store.RunUpdate{Status: store.StatusRunning}, Events: []store.Event{{Type: "run.resumed"}}}))(t)
+		if want := (store.Lease{RunID: r.ID, Owner: "B", Epoch: 2 + seq, Expires: t0.Add(2 * ttl)}); res.Lease != want || res.Rev != 3+seq {
+			t.Fatalf("acquiring commit: %+v, want lease %+v", res, want)
+		}
+	}
+	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 4, Lease: a.Ref()})
+	wantLost(t, err, "commit by the holder an acquiring commit superseded")
+	// Fenced and acquiring: the holder starts a new holding.
+	b := res.Lease
+	res = ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 4, Lease: b.Ref(), Acquire: &store.LeaseRequest{Owner: "B", Now: t0.Add(ttl), TTL: ttl}}))(t)
+	if res.Lease.Epoch != 4 {
+		t.Fatalf("re-acquiring commit: %+v", res)
+	}
+	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 5, Lease: b.Ref(), Acquire: &store.LeaseRequest{Owner: "B", Now: t0.Add(ttl), TTL: ttl}})
+	wantLost(t, err, "acquiring commit under a superseded epoch")
+	if _, err := s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 5, Acquire: &store.LeaseRequest{Owner: "", Now: t0, TTL: ttl}}); !errors.Is(err, store.ErrInvalidLease) {
+		t.Fatalf("acquiring commit without an owner: %v", err)
+	}
+	wantLease(t, s, r.ID, "B", 4, t0.Add(2*ttl))
 }
