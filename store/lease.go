@@ -31,6 +31,12 @@ import (
 //     old holder can never commit again. A Commit without a LeaseRef is not
 //     fenced (runs driven without leases; operator writes).
 //
+//   - A run can be leased by the write that makes it runnable: CreateRun of
+//     a Run with Lease set creates it leased (epoch 1), and a Commit with
+//     Acquire takes the lease (by AcquireLease's rules, after the Lease
+//     check) in the commit's transaction; the commit fails whole if the
+//     lease is another's, and acquires nothing if it fails otherwise.
+//
 // Leases are independent of the run's revision: taking, renewing or
 // releasing one changes neither Rev nor UpdatedAt.
 //
