@@ -7,6 +7,7 @@ import (
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/library"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // maxClosest bounds the names a not-found error suggests.
@@ -25,7 +26,7 @@ func closestNames(name string, names []string) []string {
 		if n == name {
 			continue
 		}
-		d := editDistance(name, n)
+		d := workflow.EditDistance(name, n)
 		limit := max(2, max(len(name), len(n))/3)
 		if d > limit && (len(name) < 3 || !strings.Contains(n, name) && !strings.Contains(name, n)) {
 			continue
@@ -43,28 +44,6 @@ func closestNames(name string, names []string) []string {
 		out = append(out, s.name)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b in bytes (names are
-// ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // workflowNotFound is the error of a library name with no workflow, with

@@ -88,7 +88,7 @@ func suggest(s string, candidates []string) string {
 	}
 	best, bestD := "", -1
 	for _, c := range candidates {
-		d := editDistance(strings.ToLower(s), strings.ToLower(c))
+		d := EditDistance(strings.ToLower(s), strings.ToLower(c))
 		if bestD < 0 || d < bestD {
 			best, bestD = c, d
 		}
@@ -111,9 +111,10 @@ func didYouMean(s string, candidates []string) string {
 	return ""
 }
 
-// editDistance is the Damerau-Levenshtein (optimal string alignment)
-// distance, so that a swapped pair of letters counts as one edit.
-func editDistance(a, b string) int {
+// EditDistance is the Damerau–Levenshtein (optimal string alignment)
+// distance between a and b: insertions, deletions, substitutions and swaps
+// of neighbours each cost one. Every "did you mean" uses it.
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
