@@ -89,13 +89,16 @@ func (l *crashLoop) start() *process {
 		l.t.Fatal(err)
 	}
 	cs := &crashableStore{Store: db}
-	eng, err := New(Config{Store: cs, Key: testKey, MaxRecoveries: l.max, ShutdownGrace: time.Millisecond})
+	// The actions are registered before the engine starts: its timer loop
+	// may drive a run (a retry due) at once.
+	reg := action.Builtins()
+	reg.Register(l.crasher)
+	reg.Register(pureCrasher{l.crasher})
+	reg.Register(&counter{})
+	eng, err := New(Config{Store: cs, Key: testKey, Actions: reg, MaxRecoveries: l.max, ShutdownGrace: time.Millisecond})
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	eng.actions.Register(l.crasher)
-	eng.actions.Register(pureCrasher{l.crasher})
-	eng.actions.Register(&counter{})
 	p := &process{eng: eng, db: db, store: cs}
 	l.mu.Lock()
 	l.current = p
