@@ -12,37 +12,19 @@ import (
 	"time"
 )
 
-// derivedFlow computes values from a secret input and a secret answer
-// (the three leaks of issue 21) and declassifies one.
-const derivedFlow = `version: 1
-name: derived
-inputs:
-  token: {type: string, secret: true}
-steps:
-  - id: pw
-    ask: {prompt: "Password?", type: string, secret: true}
-  - id: up
-    uses: transform
-    with: {value: "${{ upper(inputs.token) }}"}
-  - id: b64
-    uses: transform
-    with: {value: "${{ toBase64(steps.pw.answer) }}"}
-  - id: cut
-    uses: transform
-    with: {value: "${{ inputs.token[0:10] }}"}
-  - id: two
-    uses: transform
-    with: {value: "${{ inputs.token[0:2] }}"}
-  - id: size
-    uses: transform
-    with: {value: "${{ declassify(len(inputs.token)) }}"}
-outputs:
-  up: ${{ steps.up.output }}
-  b64: ${{ steps.b64.output }}
-  cut: ${{ inputs.token[0:10] }}
-  short: ${{ inputs.token[0:2] }}
-  size: ${{ steps.size.output }}
-`
+// derivedFile is the workflow that computes values from a secret input and
+// a secret answer (the three leaks of issue 21) and declassifies one.
+const derivedFile = "../testdata/secrets/derived.yaml"
+
+// derivedFlow is derivedFile's text.
+func derivedFlow(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(derivedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
 
 // TestDerivedSecretsInViews: run_get's view (and show's, the same) shows
 // every value computed from a secret as ***, the two-byte one included,
@@ -50,7 +32,7 @@ outputs:
 func TestDerivedSecretsInViews(t *testing.T) {
 	ctx := context.Background()
 	const token, pw = "tok-abcdefghijklmnopqrstuvwxyz", "Hunter2-correct-horse"
-	s := serviceWith(t, "derived", []byte(derivedFlow))
+	s := serviceWith(t, "derived", []byte(derivedFlow(t)))
 	id, v := startPaused(t, s, "derived", map[string]any{"token": token})
 	if _, err := s.Continue(ctx, v.Pause.Token, pw); err != nil {
 		t.Fatal(err)

@@ -27,39 +27,19 @@ const (
 	secretPW    = "Hunter2-correct-horse"
 )
 
-// derivedFlow computes values from a secret input and a secret answer
-// (the three leaks of issue 21: a function of a secret, its encoding, a
-// slice of it, and a 2-byte slice) and declassifies one (the control:
-// shown in clear).
-const derivedFlow = `version: 1
-name: derived
-inputs:
-  token: {type: string, secret: true}
-steps:
-  - id: pw
-    ask: {prompt: "Password?", type: string, secret: true}
-  - id: up
-    uses: transform
-    with: {value: "${{ upper(inputs.token) }}"}
-  - id: b64
-    uses: transform
-    with: {value: "${{ toBase64(steps.pw.answer) }}"}
-  - id: cut
-    uses: transform
-    with: {value: "${{ inputs.token[0:10] }}"}
-  - id: two
-    uses: transform
-    with: {value: "${{ inputs.token[0:2] }}"}
-  - id: size
-    uses: transform
-    with: {value: "${{ declassify(len(inputs.token)) }}"}
-outputs:
-  up: ${{ steps.up.output }}
-  b64: ${{ steps.b64.output }}
-  cut: ${{ inputs.token[0:10] }}
-  short: ${{ inputs.token[0:2] }}
-  size: ${{ steps.size.output }}
-`
+// derivedFile is the workflow that computes values from a secret input and
+// a secret answer (the three leaks of issue 21) and declassifies one.
+const derivedFile = "../../testdata/secrets/derived.yaml"
+
+// derivedFlow is derivedFile's text.
+func derivedFlow(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(derivedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
 
 // leaks are the texts no stored byte and no log line may hold: the
 // secrets and what derivedFlow computes from them (the 2-byte slice aside:
@@ -103,12 +83,12 @@ func secretCases() []Case {
 // declassified one in clear; then stops the server and wants none of the
 // leaks in the home's database files (stepwise.db and its WAL) nor in the
 // server's log; then a second server on the home shows the run the same.
-func derivedMasked(ctx context.Context, _ *testing.T, ss *Servers) (string, error) {
+func derivedMasked(ctx context.Context, t *testing.T, ss *Servers) (string, error) {
 	s, err := ss.Start(ctx, true)
 	if err != nil {
 		return "", err
 	}
-	r, err := s.conn.Tool(ctx, "run_start", map[string]any{"definition": derivedFlow, "inputs": map[string]any{"token": secretToken}, "wait_seconds": 20})
+	r, err := s.conn.Tool(ctx, "run_start", map[string]any{"definition": derivedFlow(t), "inputs": map[string]any{"token": secretToken}, "wait_seconds": 20})
 	if err != nil || r.IsError {
 		return r.ErrorCode(), fmt.Errorf("run_start: %v %v", err, r.Structured)
 	}
