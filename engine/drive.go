@@ -586,7 +586,7 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 	c := store.Commit{
 		Steps:    []store.Step{{Key: sx.key, Visit: sx.visit, StepID: sx.s.ID, Status: "failed", Error: msg, Attempts: attempt, StartedAt: sx.started, FinishedAt: now}},
 		Attempts: []store.Attempt{{Key: sx.key, Visit: sx.visit, Attempt: attempt, Status: "failed", Error: msg, StartedAt: sx.started, FinishedAt: now}},
-		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, failedData(sx.visit, msg, attempt, code), now)},
+		Events:   []store.Event{e.event(rs, EventStepFailed, sx.s.ID, withCode(code, map[string]any{"visit": sx.visit, "error": msg, "attempts": attempt}), now)},
 	}
 	if sx.wait == nil {
 		c.Events = append([]store.Event{e.startEvent(rs, sx)}, c.Events...)
@@ -615,15 +615,6 @@ func (e *Engine) stepFailedWith(ctx context.Context, rs *runState, sx *stepExec,
 	}
 	rs.record(sx.s.ID, r)
 	return nil
-}
-
-// failedData is the data of a step.failed event.
-func failedData(visit int, msg string, attempts int, code string) map[string]any {
-	d := map[string]any{"visit": visit, "error": msg, "attempts": attempts}
-	if code != "" {
-		d["code"] = code
-	}
-	return d
 }
 
 // succeed finishes the run: outputs are rendered and recorded.
