@@ -80,6 +80,11 @@ type Lease struct {
 	Owner   string
 	Epoch   int64
 	Expires time.Time
+	// TookOver, on a lease just acquired (AcquireLease, ClaimRuns,
+	// TakeOverLease, Commit.Acquire), says the previous holding was another
+	// owner's and was never released: that owner stopped (or lost touch)
+	// while it drove the run.
+	TookOver bool
 }
 
 // Ref is what a commit carries to be fenced by this lease.
@@ -100,6 +105,13 @@ type ClaimFilter struct {
 	// Status lists the statuses claimed (default: pending and running, the
 	// runs a process drives without waiting for anything).
 	Status []string
+	// Ready, when set, claims instead (Status ignored) the runs a driver
+	// has work for: pending or running runs with no wake-up later than now
+	// (a run parked on a sleep, a retry's backoff or a repeat is not
+	// ready until it is due), and runs of any status but paused with a
+	// wake-up due at now (a timeout, a deadline, a stale wake-up of a
+	// finished run to clear).
+	Ready bool
 	// Workflow, when set, claims only runs of that workflow.
 	Workflow string
 }

@@ -332,6 +332,12 @@ type Store interface {
 	// claimant is taking at the same moment. No run is ever handed to two
 	// concurrent claimants.
 	ClaimRuns(ctx context.Context, owner string, now time.Time, ttl time.Duration, f ClaimFilter, limit int) ([]Lease, error)
+	// TakeOverLease acquires the run's lease for owner until now+ttl from
+	// the holding from (its owner at its epoch), expired or not: for a
+	// holder known to be gone (a process of this machine that no longer
+	// exists). ErrLeaseLost when the lease is no longer from's; the new
+	// lease has TookOver set.
+	TakeOverLease(ctx context.Context, from Lease, owner string, now time.Time, ttl time.Duration) (Lease, error)
 
 	// Steps returns the recorded step results of a run in the order they
 	// were recorded.

@@ -74,7 +74,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		if a := c.Acquire; a != nil {
 			lease = store.Lease{RunID: c.RunID, Owner: a.Owner, Expires: a.Now.Add(a.TTL).UTC()}
 			var err error
-			if lease.Epoch, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, lease.Expires); err != nil {
+			if lease.Epoch, lease.TookOver, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, lease.Expires); err != nil {
 				return err
 			}
 		}

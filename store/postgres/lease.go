@@ -30,7 +30,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 	l := store.Lease{RunID: runID, Owner: owner, Expires: now.Add(ttl).UTC()}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		l.Epoch, err = acquireIn(ctx, tx, runID, owner, now, l.Expires)
+		l.Epoch, l.TookOver, err = acquireIn(ctx, tx, runID, owner, now, l.Expires)
 		return err
 	})
 	if err != nil {
@@ -40,23 +40,43 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 }
 
 // acquireIn takes the run's lease in tx (see AcquireLease) and returns
-// its new epoch. The row stays locked until tx ends.
-func acquireIn(ctx context.Context, tx pgx.Tx, runID, owner string, now, expires time.Time) (int64, error) {
+// its new epoch, and whether it took the lease over from another owner
+// that never released it. The row stays locked until tx ends.
+func acquireIn(ctx context.Context, tx pgx.Tx, runID, owner string, now, expires time.Time) (int64, bool, error) {
 	var holder *string
 	var until, epoch int64
 	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&holder, &until)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, store.ErrNotFound
+		return 0, false, store.ErrNotFound
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if holder != nil && *holder != owner && until > nanos(now) {
-		return 0, &store.LeaseHeldError{RunID: runID, Owner: *holder, Expires: fromNanos(until)}
+	other := holder != nil && *holder != owner
+	if other && until > nanos(now) {
+		return 0, false, &store.LeaseHeldError{RunID: runID, Owner: *holder, Expires: fromNanos(until)}
 	}
 	err = tx.QueryRow(ctx, `UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires = $2 WHERE id = $3 RETURNING lease_epoch`,
 		owner, nanos(expires), runID).Scan(&epoch)
-	return epoch, err
+	return epoch, other, err
+}
+
+// TakeOverLease implements store.Store.
+func (s *Store) TakeOverLease(ctx context.Context, from store.Lease, owner string, now time.Time, ttl time.Duration) (store.Lease, error) {
+	if err := store.CheckLeaseRequest(owner, ttl); err != nil {
+		return store.Lease{}, err
+	}
+	l := store.Lease{RunID: from.RunID, Owner: owner, Expires: now.Add(ttl).UTC(), TookOver: true}
+	err := s.pool.QueryRow(ctx, `UPDATE runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires = $2
+		WHERE id = $3 AND lease_owner = $4 AND lease_epoch = $5 RETURNING lease_epoch`,
+		owner, nanos(l.Expires), from.RunID, from.Owner, from.Epoch).Scan(&l.Epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = s.leaseMissing(ctx, from.RunID)
+	}
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("take over the lease on run %s: %w", from.RunID, err)
+	}
+	return l, nil
 }
 
 // RenewLease implements store.Store.
@@ -138,16 +158,28 @@ func (s *Store) GetLease(ctx context.Context, runID string) (store.Lease, error)
 	return l, nil
 }
 
-// sqlClaimRuns leases up to $5 runs in statuses $3 (of workflow $6 unless
-// it is empty) whose lease is free or expired at $4.
+// sqlClaimRuns leases up to $5 runs that $3 selects (see claimReady)
+// whose lease is free or expired at $4 (of workflow $6 unless it is
+// empty), and says of each whether it took the lease over from another
+// owner.
 const sqlClaimRuns = `WITH c AS (
-		SELECT id FROM runs
-		WHERE status = ANY($3) AND (lease_owner IS NULL OR lease_expires <= $4) AND ($6 = '' OR workflow = $6)
+		SELECT id, lease_owner AS prev FROM runs
+		WHERE %s AND (lease_owner IS NULL OR lease_expires <= $4) AND ($6 = '' OR workflow = $6)
 		ORDER BY created_at, id LIMIT $5
 		FOR UPDATE SKIP LOCKED)
 	UPDATE runs r SET lease_owner = $1, lease_epoch = r.lease_epoch + 1, lease_expires = $2
 	FROM c WHERE r.id = c.id
-	RETURNING r.id, r.lease_epoch`
+	RETURNING r.id, r.lease_epoch, c.prev IS NOT NULL AND c.prev <> $1`
+
+// claimStatus and claimReady are ClaimRuns's selections: by status ($3),
+// or the runs a driver has work for (ClaimFilter.Ready; $3 unused).
+var (
+	claimStatus = fmt.Sprintf(sqlClaimRuns, `status = ANY($3)`)
+	claimReady  = fmt.Sprintf(sqlClaimRuns, `status <> 'paused' AND cardinality($3::text[]) >= 0 AND id IN (
+				SELECT id FROM runs WHERE status IN ('pending', 'running')
+					AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.run_id = runs.id AND t.wake_at > $4)
+				UNION SELECT run_id FROM timers WHERE wake_at <= $4)`)
+)
 
 // ClaimRuns implements store.Store.
 func (s *Store) ClaimRuns(ctx context.Context, owner string, now time.Time, ttl time.Duration, f store.ClaimFilter, limit int) ([]store.Lease, error) {
@@ -158,13 +190,17 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, now time.Time, ttl 
 		return nil, nil
 	}
 	expires := now.Add(ttl).UTC()
-	rows, err := s.pool.Query(ctx, sqlClaimRuns, owner, nanos(expires), f.Statuses(), nanos(now), limit, f.Workflow)
+	q := claimStatus
+	if f.Ready {
+		q = claimReady
+	}
+	rows, err := s.pool.Query(ctx, q, owner, nanos(expires), f.Statuses(), nanos(now), limit, f.Workflow)
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Lease, error) {
 		l := store.Lease{Owner: owner, Expires: expires}
-		err := row.Scan(&l.RunID, &l.Epoch)
+		err := row.Scan(&l.RunID, &l.Epoch, &l.TookOver)
 		return l, err
 	})
 	if err != nil {

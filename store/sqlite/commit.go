@@ -32,7 +32,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		if a := c.Acquire; a != nil {
 			l := store.Lease{RunID: c.RunID, Owner: a.Owner, Expires: a.Now.Add(a.TTL).UTC()}
 			var err error
-			if l.Epoch, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, l.Expires); err != nil {
+			if l.Epoch, l.TookOver, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, l.Expires); err != nil {
 				return err
 			}
 			res.Lease = l

@@ -24,7 +24,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 	l := store.Lease{RunID: runID, Owner: owner, Expires: now.Add(ttl).UTC()}
 	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		l.Epoch, err = acquireIn(ctx, tx, runID, owner, now, l.Expires)
+		l.Epoch, l.TookOver, err = acquireIn(ctx, tx, runID, owner, now, l.Expires)
 		return err
 	})
 	if err != nil {
@@ -34,25 +34,54 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 }
 
 // acquireIn takes the run's lease in tx (see AcquireLease) and returns
-// its new epoch.
-func acquireIn(ctx context.Context, tx *sql.Tx, runID, owner string, now, expires time.Time) (int64, error) {
-	var epoch int64
-	err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?1, lease_epoch = lease_epoch + 1, lease_expires = ?2
-		WHERE id = ?3 AND (lease_owner IS NULL OR lease_owner = ?1 OR lease_expires <= ?4) RETURNING lease_epoch`,
-		owner, nanos(expires), runID, nanos(now)).Scan(&epoch)
-	if !errors.Is(err, sql.ErrNoRows) {
-		return epoch, err
-	}
+// its new epoch, and whether it took the lease over from another owner
+// that never released it.
+func acquireIn(ctx context.Context, tx *sql.Tx, runID, owner string, now, expires time.Time) (int64, bool, error) {
 	var holder sql.NullString
 	var until int64
-	err = tx.QueryRowContext(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = ?`, runID).Scan(&holder, &until)
+	err := tx.QueryRowContext(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = ?`, runID).Scan(&holder, &until)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, store.ErrNotFound
+		return 0, false, store.ErrNotFound
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return 0, &store.LeaseHeldError{RunID: runID, Owner: holder.String, Expires: fromNanos(until)}
+	other := holder.Valid && holder.String != owner
+	if other && until > nanos(now) {
+		return 0, false, &store.LeaseHeldError{RunID: runID, Owner: holder.String, Expires: fromNanos(until)}
+	}
+	var epoch int64
+	err = tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ? WHERE id = ? RETURNING lease_epoch`,
+		owner, nanos(expires), runID).Scan(&epoch)
+	return epoch, other, err
+}
+
+// TakeOverLease implements store.Store.
+func (s *Store) TakeOverLease(ctx context.Context, from store.Lease, owner string, now time.Time, ttl time.Duration) (store.Lease, error) {
+	if err := store.CheckLeaseRequest(owner, ttl); err != nil {
+		return store.Lease{}, err
+	}
+	l := store.Lease{RunID: from.RunID, Owner: owner, Expires: now.Add(ttl).UTC(), TookOver: true}
+	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?
+			WHERE id = ? AND lease_owner = ? AND lease_epoch = ? RETURNING lease_epoch`,
+			owner, nanos(l.Expires), from.RunID, from.Owner, from.Epoch).Scan(&l.Epoch)
+		if errors.Is(err, sql.ErrNoRows) {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, from.RunID).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return store.ErrNotFound
+			}
+			return store.ErrLeaseLost
+		}
+		return err
+	})
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("take over the lease on run %s: %w", from.RunID, err)
+	}
+	return l, nil
 }
 
 // RenewLease implements store.Store.
@@ -142,7 +171,36 @@ func (s *Store) GetLease(ctx context.Context, runID string) (store.Lease, error)
 	return l, nil
 }
 
-// ClaimRuns implements store.Store.
+// claimWhere is the condition of ClaimRuns's candidates and its
+// arguments (after those of the lease: owner, expiry).
+func claimWhere(f store.ClaimFilter, now time.Time) (string, []any) {
+	var q string
+	var args []any
+	if f.Ready {
+		q = `status <> 'paused' AND id IN (
+				SELECT id FROM runs WHERE status IN ('pending', 'running')
+					AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.run_id = runs.id AND t.wake_at > ?)
+				UNION SELECT run_id FROM timers WHERE wake_at <= ?)`
+		args = append(args, nanos(now), nanos(now))
+	} else {
+		statuses := f.Statuses()
+		q = `status IN (?` + strings.Repeat(", ?", len(statuses)-1) + `)`
+		for _, st := range statuses {
+			args = append(args, st)
+		}
+	}
+	q += ` AND (lease_owner IS NULL OR lease_expires <= ?)`
+	args = append(args, nanos(now))
+	if f.Workflow != "" {
+		q += ` AND workflow = ?`
+		args = append(args, f.Workflow)
+	}
+	return q, args
+}
+
+// ClaimRuns implements store.Store. It looks for candidates on the read
+// connection first, so that a process polling for work takes the write
+// lock only when there is some.
 func (s *Store) ClaimRuns(ctx context.Context, owner string, now time.Time, ttl time.Duration, f store.ClaimFilter, limit int) ([]store.Lease, error) {
 	if err := store.CheckLeaseRequest(owner, ttl); err != nil {
 		return nil, err
@@ -151,37 +209,46 @@ func (s *Store) ClaimRuns(ctx context.Context, owner string, now time.Time, ttl 
 		return nil, nil
 	}
 	expires := now.Add(ttl).UTC()
-	statuses := f.Statuses()
-	args := []any{owner, nanos(expires)}
-	for _, st := range statuses {
-		args = append(args, st)
+	where, args := claimWhere(f, now)
+	var found int
+	err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE `+where+`)`, args...).Scan(&found)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
 	}
-	args = append(args, nanos(now))
-	q := `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?
-		WHERE id IN (SELECT id FROM runs WHERE status IN (?` + strings.Repeat(", ?", len(statuses)-1) + `)
-			AND (lease_owner IS NULL OR lease_expires <= ?)`
-	if f.Workflow != "" {
-		q += ` AND workflow = ?`
-		args = append(args, f.Workflow)
+	if found == 0 {
+		return nil, nil
 	}
-	q += ` ORDER BY created_at, id LIMIT ?) RETURNING id, lease_epoch`
-	args = append(args, limit)
+	pick := `SELECT id, lease_owner FROM runs WHERE ` + where + ` ORDER BY created_at, id LIMIT ?`
 	var out []store.Lease
-	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, q, args...)
+		rows, err := tx.QueryContext(ctx, pick, append(args, limit)...)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
 		for rows.Next() {
 			l := store.Lease{Owner: owner, Expires: expires}
-			if err := rows.Scan(&l.RunID, &l.Epoch); err != nil {
+			var prev sql.NullString
+			if err := rows.Scan(&l.RunID, &prev); err != nil {
+				rows.Close()
 				return err
 			}
+			l.TookOver = prev.Valid && prev.String != owner
 			out = append(out, l)
 		}
-		return rows.Err()
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// One writer at a time: nobody changed the candidates since.
+		for i := range out {
+			err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ? WHERE id = ? RETURNING lease_epoch`,
+				owner, nanos(expires), out[i].RunID).Scan(&out[i].Epoch)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)

@@ -61,6 +61,9 @@ var leaseTests = []struct {
 	{"LeaseModel", testLeaseModel},
 	{"LeaseTakenWithCreateAndCommit", testLeaseInWrites},
 	{"CommitRacingTakeover", func(t *testing.T, s store.Store) { testLeaseCommitVsTakeover(t, s, s) }},
+	{"LeaseTookOver", testLeaseTookOver},
+	{"TakeOverLease", testTakeOverLease},
+	{"ClaimRunsReady", testClaimReady},
 }
 
 func wantHeld(t *testing.T, err error, owner string, expires time.Time) {
@@ -660,7 +663,7 @@ func testLeaseInWrites(t *testing.T, s store.Store) {
 	for _, seq := range []int64{0, 1} {
 		res = ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: 2 + seq, EventSeq: seq, Acquire: &store.LeaseRequest{Owner: "B", Now: t0.Add(ttl), TTL: ttl},
 			Run: store.RunUpdate{Status: store.StatusRunning}, Events: []store.Event{{Type: "run.resumed"}}}))(t)
-		if want := (store.Lease{RunID: r.ID, Owner: "B", Epoch: 2 + seq, Expires: t0.Add(2 * ttl)}); res.Lease != want || res.Rev != 3+seq {
+		if want := (store.Lease{RunID: r.ID, Owner: "B", Epoch: 2 + seq, Expires: t0.Add(2 * ttl), TookOver: seq == 0}); res.Lease != want || res.Rev != 3+seq {
 			t.Fatalf("acquiring commit: %+v, want lease %+v", res, want)
 		}
 	}
@@ -678,4 +681,122 @@ func testLeaseInWrites(t *testing.T, s store.Store) {
 		t.Fatalf("acquiring commit without an owner: %v", err)
 	}
 	wantLease(t, s, r.ID, "B", 4, t0.Add(2*ttl))
+}
+
+// testLeaseTookOver: an acquisition says whether it took the lease from
+// another owner that never released it (a holder that stopped).
+func testLeaseTookOver(t *testing.T, s store.Store) {
+	r := newRun(t, s)
+	a := ok(s.AcquireLease(ctx, r.ID, "A", t0, ttl))(t)
+	if a.TookOver {
+		t.Fatalf("first acquisition took over: %+v", a)
+	}
+	if a2 := ok(s.AcquireLease(ctx, r.ID, "A", t0, ttl))(t); a2.TookOver {
+		t.Fatalf("the same owner took over from itself: %+v", a2)
+	} else {
+		a = a2
+	}
+	b := ok(s.AcquireLease(ctx, r.ID, "B", a.Expires, ttl))(t)
+	if !b.TookOver {
+		t.Fatalf("acquired an expired, unreleased lease without taking over: %+v", b)
+	}
+	if err := s.ReleaseLease(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if c := ok(s.AcquireLease(ctx, r.ID, "C", b.Expires, ttl))(t); c.TookOver {
+		t.Fatalf("a released lease was taken over: %+v", c)
+	} else {
+		b = c
+	}
+	// Claims say it too; and Commit.Acquire.
+	got := ok(s.ClaimRuns(ctx, "D", b.Expires, ttl, store.ClaimFilter{}, 10))(t)
+	if len(got) != 1 || !got[0].TookOver {
+		t.Fatalf("claim of an expired lease %+v", got)
+	}
+	if err := s.ReleaseLease(ctx, got[0]); err != nil {
+		t.Fatal(err)
+	}
+	got = ok(s.ClaimRuns(ctx, "E", b.Expires, ttl, store.ClaimFilter{}, 10))(t)
+	if len(got) != 1 || got[0].TookOver {
+		t.Fatalf("claim of a released lease %+v", got)
+	}
+	res := ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev, Acquire: &store.LeaseRequest{Owner: "F", Now: got[0].Expires, TTL: ttl}}))(t)
+	if !res.Lease.TookOver || res.Lease.Owner != "F" {
+		t.Fatalf("commit's acquisition %+v", res.Lease)
+	}
+}
+
+// testTakeOverLease: a holding named exactly is taken, expired or not;
+// any other is not.
+func testTakeOverLease(t *testing.T, s store.Store) {
+	r := newRun(t, s)
+	a := ok(s.AcquireLease(ctx, r.ID, "A", t0, time.Hour))(t)
+	stale := a
+	stale.Epoch--
+	_, err := s.TakeOverLease(ctx, stale, "B", t0, ttl)
+	wantLost(t, err, "take over from a holding that is not the run's")
+	other := a
+	other.Owner = "Z"
+	_, err = s.TakeOverLease(ctx, other, "B", t0, ttl)
+	wantLost(t, err, "take over from another owner")
+	b := ok(s.TakeOverLease(ctx, a, "B", t0, ttl))(t)
+	if !b.TookOver || b.Owner != "B" || b.Epoch != a.Epoch+1 || !b.Expires.Equal(t0.Add(ttl)) {
+		t.Fatalf("took over %+v", b)
+	}
+	wantLease(t, s, r.ID, "B", b.Epoch, t0.Add(ttl))
+	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev, Lease: a.Ref()})
+	wantLost(t, err, "commit by the holder taken over")
+	_, err = s.TakeOverLease(ctx, a, "C", t0, ttl)
+	wantLost(t, err, "second take over from the same holding")
+	if _, err := s.TakeOverLease(ctx, store.Lease{RunID: "missing", Owner: "A", Epoch: 1}, "B", t0, ttl); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("take over on a missing run: %v", err)
+	}
+	if _, err := s.TakeOverLease(ctx, b, "", t0, ttl); !errors.Is(err, store.ErrInvalidLease) {
+		t.Errorf("empty owner: %v", err)
+	}
+}
+
+// testClaimReady: a ready claim takes the runs a driver has work for.
+func testClaimReady(t *testing.T, s store.Store) {
+	now := t0.Add(time.Minute)
+	mk := func(status string, timers ...time.Time) string {
+		r := newRun(t, s, func(r *store.Run) { r.Status = status })
+		if len(timers) > 0 {
+			c := store.Commit{RunID: r.ID, Rev: r.Rev}
+			for i, at := range timers {
+				c.SetTimers = append(c.SetTimers, store.Timer{Key: fmt.Sprintf("k%d", i), WakeAt: at})
+			}
+			ok(s.Commit(ctx, c))(t)
+		}
+		return r.ID
+	}
+	want := map[string]bool{
+		mk(store.StatusPending):                                            true,
+		mk(store.StatusRunning):                                            true,
+		mk(store.StatusRunning, now.Add(time.Second)):                      false, // parked on a sleep
+		mk(store.StatusRunning, now):                                       true,  // its sleep is due
+		mk(store.StatusRunning, now.Add(-time.Second), now.Add(time.Hour)): true,  // one of its wake-ups is due
+		mk(store.StatusWaiting):                                            false,
+		mk(store.StatusWaiting, now.Add(time.Hour)):                        false,
+		mk(store.StatusWaiting, now.Add(-time.Second)):                     true, // a timeout or deadline to fire
+		mk(store.StatusPaused, now.Add(-time.Second)):                      false,
+		mk(store.StatusSucceeded, now.Add(-time.Second)):                   true, // a stale wake-up to clear
+		mk(store.StatusSucceeded):                                          false,
+		mk(store.StatusFailed):                                             false,
+	}
+	held := mk(store.StatusRunning)
+	ok(s.AcquireLease(ctx, held, "H", now, time.Hour))(t)
+	got := ok(s.ClaimRuns(ctx, "C", now, ttl, store.ClaimFilter{Ready: true}, 100))(t)
+	ids := leaseIDs(got)
+	for id, ready := range want {
+		if (ids[id] == 1) != ready {
+			t.Errorf("run %s: claimed %d times, want ready=%v", id, ids[id], ready)
+		}
+	}
+	if ids[held] != 0 {
+		t.Errorf("claimed a run leased to another owner")
+	}
+	if again := ok(s.ClaimRuns(ctx, "D", now, ttl, store.ClaimFilter{Ready: true}, 100))(t); len(again) != 0 {
+		t.Errorf("claimed leased runs again: %+v", again)
+	}
 }
