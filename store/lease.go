@@ -146,3 +146,16 @@ func CheckLeaseRequest(owner string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// CheckCommitLease validates a commit's lease fields (backends call it).
+func CheckCommitLease(c Commit) error {
+	if a := c.Acquire; a != nil {
+		if err := CheckLeaseRequest(a.Owner, a.TTL); err != nil {
+			return err
+		}
+	}
+	if c.Release && c.Lease == nil && c.Acquire == nil {
+		return fmt.Errorf("%w: a commit releases a lease it holds or acquires", ErrInvalidLease)
+	}
+	return nil
+}

@@ -230,6 +230,10 @@ type Commit struct {
 	// owner's unexpired lease fails the commit with *LeaseHeldError and
 	// nothing is written. The new lease is CommitResult.Lease.
 	Acquire *LeaseRequest
+	// Release, with Lease or Acquire, frees the run's lease in the commit's
+	// transaction: the write that makes the run wait or finish lets go of
+	// it at once (Release alone: ErrInvalidLease).
+	Release bool
 }
 
 // LeaseRequest asks for a run's lease for Owner from Now for TTL.

@@ -59,13 +59,16 @@ const (
 func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
-	if a := c.Acquire; a != nil {
-		if err := store.CheckLeaseRequest(a.Owner, a.TTL); err != nil {
-			return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
-		}
+	if err := store.CheckCommitLease(c); err != nil {
+		return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
 	}
 	err := s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		if c.Lease != nil {
+		switch {
+		case c.Lease != nil && c.Release && c.Acquire == nil:
+			if err := releaseFenced(ctx, tx, c.RunID, c.Lease); err != nil {
+				return err
+			}
+		case c.Lease != nil:
 			if err := checkLease(ctx, tx, c.RunID, c.Lease); err != nil {
 				return err
 			}
@@ -76,6 +79,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 			var err error
 			if lease.Epoch, lease.TookOver, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, lease.Expires); err != nil {
 				return err
+			}
+			if c.Release {
+				if _, err := tx.Exec(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = $1`, c.RunID); err != nil {
+					return err
+				}
 			}
 		}
 		defer func() { res.Lease = lease }()

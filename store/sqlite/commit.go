@@ -17,10 +17,8 @@ import (
 func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	var res store.CommitResult
 	now := time.Now()
-	if a := c.Acquire; a != nil {
-		if err := store.CheckLeaseRequest(a.Owner, a.TTL); err != nil {
-			return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
-		}
+	if err := store.CheckCommitLease(c); err != nil {
+		return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
 	}
 	err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res = store.CommitResult{}
@@ -36,6 +34,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 				return err
 			}
 			res.Lease = l
+		}
+		if c.Release {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = ?`, c.RunID); err != nil {
+				return err
+			}
 		}
 		var rev, eventSeq int64
 		var err error

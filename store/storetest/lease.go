@@ -64,6 +64,7 @@ var leaseTests = []struct {
 	{"LeaseTookOver", testLeaseTookOver},
 	{"TakeOverLease", testTakeOverLease},
 	{"ClaimRunsReady", testClaimReady},
+	{"LeaseReleasedWithCommit", testLeaseReleaseInCommit},
 }
 
 func wantHeld(t *testing.T, err error, owner string, expires time.Time) {
@@ -799,4 +800,36 @@ func testClaimReady(t *testing.T, s store.Store) {
 	if again := ok(s.ClaimRuns(ctx, "D", now, ttl, store.ClaimFilter{Ready: true}, 100))(t); len(again) != 0 {
 		t.Errorf("claimed leased runs again: %+v", again)
 	}
+}
+
+// testLeaseReleaseInCommit: a commit releases the lease it is fenced by,
+// or acquires, in its own transaction; refused or failed, it releases
+// nothing.
+func testLeaseReleaseInCommit(t *testing.T, s store.Store) {
+	r := newRun(t, s)
+	a := ok(s.AcquireLease(ctx, r.ID, "A", t0, ttl))(t)
+	if _, err := s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev, Release: true}); !errors.Is(err, store.ErrInvalidLease) {
+		t.Fatalf("release without a lease: %v", err)
+	}
+	stale := a
+	stale.Epoch--
+	_, err := s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev, Lease: stale.Ref(), Release: true})
+	wantLost(t, err, "release by a stale epoch")
+	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev + 5, Lease: a.Ref(), Release: true})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale revision: %v", err)
+	}
+	wantLease(t, s, r.ID, "A", a.Epoch, a.Expires)
+	ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev, Lease: a.Ref(), Release: true,
+		Run: store.RunUpdate{Status: store.StatusWaiting}, Events: []store.Event{{Type: "paused"}}}))(t)
+	wantLease(t, s, r.ID, "", a.Epoch, time.Time{})
+	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev + 1, Lease: a.Ref()})
+	wantLost(t, err, "commit after the release")
+	// Acquired and released in one commit: free, at a new epoch.
+	res := ok(s.Commit(ctx, store.Commit{RunID: r.ID, Rev: r.Rev + 1, Acquire: &store.LeaseRequest{Owner: "B", Now: t0, TTL: ttl}, Release: true,
+		Events: []store.Event{{Type: "answered and paused again"}}}))(t)
+	if res.Lease.Owner != "B" || res.Lease.Epoch != a.Epoch+1 {
+		t.Fatalf("acquired %+v", res.Lease)
+	}
+	wantLease(t, s, r.ID, "", a.Epoch+1, time.Time{})
 }
