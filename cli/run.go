@@ -232,8 +232,12 @@ func resumeRun(cmd *cobra.Command, g *globals, o *runOptions, id string) error {
 	if err := s.svc.CheckRunAnswerSteps(s.ctx, id, answers); err != nil {
 		return answersErr(o.answers, err)
 	}
-	if _, err := s.svc.Resume(s.ctx, id); err != nil {
+	r, err := s.svc.Resume(s.ctx, id)
+	if err != nil {
 		return describe(err)
+	}
+	if r.DrivenBy != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s is driven by another process (%s); following it here\n", id, r.DrivenBy)
 	}
 	return s.follow(cmd, o, id, answers)
 }
@@ -248,13 +252,22 @@ func resumeAll(cmd *cobra.Command, g *globals) error {
 		return err
 	}
 	defer svc.Close(context.Background())
-	if err := svc.DriveAll(ctx); err != nil {
+	elsewhere, err := svc.DriveAll(ctx)
+	if err != nil {
 		if interrupted() {
 			return &exitError{code: ExitInterrupted, msg: "interrupted; the runs stay resumable"}
 		}
 		return describe(err)
 	}
-	fmt.Fprintln(cmd.ErrOrStderr(), "no run is running")
+	w := cmd.ErrOrStderr()
+	for _, d := range elsewhere {
+		fmt.Fprintf(w, "run %s: driven by another process (%s), left to it\n", d.RunID, d.Owner)
+	}
+	if len(elsewhere) > 0 {
+		fmt.Fprintf(w, "no other run is running (%d driven by other processes)\n", len(elsewhere))
+		return nil
+	}
+	fmt.Fprintln(w, "no run is running")
 	return nil
 }
 

@@ -198,7 +198,13 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 		c.RunID, c.Rev, c.EventSeq = runID, a.rev, a.eventSeq
 		a.mu.Unlock()
 
-		res, err := e.store.Commit(ctx, c)
+		// The pipeline is a driver's: its commits are fenced (lease.go).
+		var res store.CommitResult
+		var err error
+		if err = e.leaseCommit(nil, &c); err == nil {
+			res, err = e.store.Commit(ctx, c)
+			e.leaseCommitted(c, res, err)
+		}
 
 		a.mu.Lock()
 		if err != nil {

@@ -36,7 +36,7 @@ func benchEngine(b *testing.B, durability string) (*Engine, *sqlite.Store) {
 	return e, s
 }
 
-func startDoc(b *testing.B, e *Engine, doc string) string {
+func startDoc(b testing.TB, e *Engine, doc string) string {
 	b.Helper()
 	res := workflow.Check([]byte(doc), workflow.Options{})
 	if !res.Valid() {

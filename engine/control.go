@@ -160,11 +160,13 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 		Inputs: stored, State: state, ParentID: rs.run.ParentID, CreatedAt: now}
 	events := []store.Event{e.event(rs, EventRunForked, fromStep, map[string]any{"from_run": runID, "from_step": fromStep, "reused_steps": len(copied)}, now),
 		{Type: EventRunStarted, At: now}}
+	run.Lease = e.newLease(now)
 	res, err := e.store.CreateRun(ctx, run, events, copied...)
 	if err != nil {
 		return "", err
 	}
 	e.publish(run.ID, store.StatusRunning, events, res.EventSeqs)
+	e.install(res.Lease)
 	e.schedule(run.ID)
 	return run.ID, nil
 }

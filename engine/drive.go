@@ -44,10 +44,17 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 				}
 				return
 			}
+			// Loaded afresh, the run may execute anything before its
+			// first commit: its lease is held now, not left to that commit.
+			if _, err := e.hold(ctx, runID, false); err != nil {
+				e.notHeld(runID, err)
+				return
+			}
 			rs.ahead = newAhead(rs.run)
-			rs.recovering = e.needsRecovery(rs)
+			rs.recovering = e.needsRecovery(rs, e.tookOver(runID))
 		}
 		rs.scope = scope
+		rs.leased = true
 		if rs.run.Status == store.StatusWaiting && !rs.state.Deadline.IsZero() && !e.now().Before(rs.state.Deadline) {
 			if err := e.expireWaiting(ctx, rs); err != nil && ctx.Err() == nil {
 				e.log.Error("expire run", "run_id", runID, "err", err)
@@ -84,6 +91,14 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 			return
 		case (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed)) && attempt < 5:
 			continue // the run changed under us (cancel, continue; another continue won the pause): reload
+		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrLeaseHeld):
+			// Another process took the run over: it drives it now, and
+			// nothing of this driver was or will be recorded.
+			e.log.Warn("the run was taken over by another process; this one stops driving it", "run_id", runID, "owner", e.owner)
+			if l, ok := e.leaseOf(runID); ok {
+				e.dropLease(l)
+			}
+			return
 		default:
 			e.log.Error("advance run", "run_id", runID, "err", rs.mask.MaskError(err))
 			return
@@ -334,7 +349,16 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 	c.RunID = rs.run.ID
 	c.Rev = rs.run.Rev
 	c.EventSeq = rs.run.EventSeq // spares the store reading it back
-	res, err := e.store.Commit(ctx, c)
+	var res store.CommitResult
+	if rs.leased {
+		err = e.leaseCommit(rs, &c)
+	}
+	if err == nil {
+		res, err = e.store.Commit(ctx, c)
+		if rs.leased {
+			e.leaseCommitted(c, res, err)
+		}
+	}
 	if err != nil {
 		tell(queue, res, nil, err)
 		if len(queue) > 0 {

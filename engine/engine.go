@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -61,6 +62,9 @@ type Config struct {
 	// dir is the directory of the calling workflow's file, when it was run
 	// from a file. Without it, sub-workflow steps fail.
 	Workflows func(ctx context.Context, name, dir string) (*WorkflowDef, error)
+	// LeaseTTL is how long a run's lease lasts without a heartbeat
+	// (default 15s; lease.go): a crashed process's runs move on after it.
+	LeaseTTL time.Duration
 }
 
 // WorkflowDef is a validated workflow ready to run.
@@ -114,6 +118,21 @@ type Engine struct {
 	timerOnce sync.Once
 	timerWake chan struct{}
 	timerDone chan struct{}
+
+	// owner is the id the engine holds run leases under, nonce its
+	// random part (lease.go); leases are those it holds (guarded by mu).
+	owner, nonce string
+	leaseTTL     time.Duration
+	leases       map[string]*heldLease
+	// claiming: Recover was called; the timer loop claims ready runs of
+	// the whole store instead of waking only due timers (timer.go).
+	claiming      atomic.Bool
+	heartbeatStop chan struct{}
+	heartbeatDone chan struct{}
+	closeLeases   sync.Once
+	// retrying: runs whose lease another live process holds, with a look
+	// again armed for when it expires (notHeld).
+	retrying map[string]bool
 }
 
 type driver struct {
@@ -150,7 +169,17 @@ func New(cfg Config) (*Engine, error) {
 		defs:      newLRU[*workflow.Workflow](maxDefinitions),
 		schemas:   newLRU[*schema.Schema](maxSchemas),
 		active:    map[string]*driver{},
+		leases:    map[string]*heldLease{},
+		retrying:  map[string]bool{},
+		leaseTTL:  cfg.LeaseTTL,
 	}
+	if e.leaseTTL <= 0 {
+		e.leaseTTL = defaultLeaseTTL
+	}
+	e.owner, e.nonce = newOwner()
+	liveEngines.Lock()
+	liveEngines.m[e.nonce] = true
+	liveEngines.Unlock()
 	if e.actions == nil {
 		e.actions = action.Builtins()
 	}
@@ -187,6 +216,9 @@ func New(cfg Config) (*Engine, error) {
 	e.stepCtx, e.cancelStep = context.WithCancel(context.Background())
 	e.timerWake = make(chan struct{}, 1)
 	e.timerDone = make(chan struct{})
+	e.heartbeatStop = make(chan struct{})
+	e.heartbeatDone = make(chan struct{})
+	go e.heartbeat()
 	e.startTimers(e.stepCtx)
 	return e, nil
 }
@@ -208,18 +240,32 @@ func (e *Engine) SubscribeBuffered(runID string, n int) (<-chan Event, func()) {
 	return e.bus.subscribe(runID, max(n, 1))
 }
 
-// Recover resumes every run that was running when the process stopped:
-// their in-flight step runs again, unless the process ended while it ran
-// more than MaxRecoveries times (recover.go).
+// Recover resumes the runs left running: those whose lease is free or
+// expired, and those held by a holder known to be gone (lease.go), are
+// claimed and driven here (their in-flight step runs again, unless the
+// process ended while it ran more than MaxRecoveries times: recover.go);
+// runs another live process drives are left to it. From then on the
+// engine keeps claiming ready runs of the whole store (timer.go): runs
+// orphaned by a process that ended, continued elsewhere, or due.
 func (e *Engine) Recover(ctx context.Context) (int, error) {
 	ids, err := e.store.RunIDsByStatus(ctx, store.StatusRunning, store.StatusPending)
 	if err != nil {
 		return 0, err
 	}
+	n := 0
 	for _, id := range ids {
+		if _, err := e.hold(ctx, id, false); err != nil {
+			if !errors.Is(err, store.ErrLeaseHeld) && !errors.Is(err, store.ErrNotFound) {
+				return n, err
+			}
+			continue
+		}
 		e.schedule(id)
+		n++
 	}
-	return len(ids), nil
+	e.claiming.Store(true)
+	e.wakeTimers()
+	return n, nil
 }
 
 // schedule makes sure a driver advances the run. At most one driver per
@@ -280,6 +326,19 @@ func (e *Engine) reserveDriver(runID string) *handOff {
 	return &handOff{e: e, runID: runID, d: d, ctx: ctx}
 }
 
+// abandon gives the reservation up: no driver is started.
+func (h *handOff) abandon() {
+	e := h.e
+	e.mu.Lock()
+	if d, ok := e.active[h.runID]; ok && d == h.d {
+		delete(e.active, h.runID)
+	}
+	e.mu.Unlock()
+	h.d.cancel()
+	<-e.sem
+	e.wg.Done()
+}
+
 // start runs the reserved driver, from first (nil: loaded from the store).
 func (h *handOff) start(first *runState) {
 	go h.e.runDriver(h.ctx, h.runID, h.d, first, true)
@@ -303,6 +362,15 @@ func (e *Engine) runDriver(ctx context.Context, runID string, d *driver, from *r
 		if !slotHeld {
 			e.sem <- struct{}{}
 		}
+		// A hand-off (from) holds the lease already; should it have been
+		// lost since, the driver's first commit is refused (fence) and the
+		// Continue tries again.
+		if _, err := e.hold(ctx, runID, from != nil); err != nil && from == nil {
+			<-e.sem
+			e.retire(runID)
+			e.notHeld(runID, err)
+			return
+		}
 		e.drive(ctx, runID, scope, from)
 		from, slotHeld = nil, false
 		<-e.sem
@@ -320,9 +388,23 @@ func (e *Engine) runDriver(ctx context.Context, runID string, d *driver, from *r
 			e.mu.Unlock()
 			continue
 		}
-		delete(e.active, runID)
 		e.mu.Unlock()
+		e.retire(runID)
 		return
+	}
+}
+
+// retire ends the driver of a run: it is no longer active, and its lease
+// is released. Both happen under one lock, so that a driver started after
+// it does not use the lease being released (it acquires a new one).
+func (e *Engine) retire(runID string) {
+	e.mu.Lock()
+	delete(e.active, runID)
+	h, ok := e.leases[runID]
+	delete(e.leases, runID)
+	e.mu.Unlock()
+	if ok && !h.pending {
+		e.releaseLease(h.lease)
 	}
 }
 
@@ -366,6 +448,14 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.cancelStep()
 	<-e.timerDone
+	e.closeLeases.Do(func() {
+		close(e.heartbeatStop)
+		<-e.heartbeatDone
+		e.releaseAll()
+		liveEngines.Lock()
+		delete(liveEngines.m, e.nonce)
+		liveEngines.Unlock()
+	})
 	return nil
 }
 

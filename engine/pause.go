@@ -397,7 +397,14 @@ type ContinueOptions struct {
 	// only an environment reference "$NAME", read from the server's
 	// environment; a value in clear is refused and changes nothing.
 	ViaAgent bool
+	// noHandOff: the answer is committed by the Continue itself, not handed
+	// to a driver (another process holds the run's lease).
+	noHandOff bool
 }
+
+// errDrivenElsewhere: a hand-off's commit found the run's lease held by
+// another process; nothing was written.
+var errDrivenElsewhere = errors.New("the run is driven by another process")
 
 // ContinueWith is Continue with options.
 func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts ContinueOptions) (ContinueResult, error) {
@@ -413,6 +420,10 @@ func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts C
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := e.continueOnce(ctx, claims, value, opts)
+		if errors.Is(err, errDrivenElsewhere) && !opts.noHandOff {
+			opts.noHandOff = true
+			continue
+		}
 		if errors.Is(err, store.ErrConflict) && attempt < 10 {
 			continue // the run moved (e.g. its driver committed); re-read and re-check
 		}
@@ -511,10 +522,18 @@ func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value an
 		// state with a wake-up has a timer to clear: both as before.)
 		if loaded, ok := e.loadedAnswer(r, stored, isSecret, rs.mask); ok {
 			if h := e.reserveDriver(rs.run.ID); h != nil {
-				if r.Answer != nil {
-					r.Answer = loaded
+				// The answer's commit takes the run's lease for the driver
+				// (pend); should another live process hold it, nothing is
+				// written and the answer is committed without a hand-off.
+				if copts.noHandOff {
+					h.abandon()
+				} else {
+					e.pend(rs.run.ID)
+					if r.Answer != nil {
+						r.Answer = loaded
+					}
+					return e.continueHandOff(ctx, h, rs, sx, r, c, opts, claims, res)
 				}
-				return e.continueHandOff(ctx, h, rs, sx, r, c, opts, claims, res)
 			}
 		}
 	}
@@ -587,6 +606,11 @@ func (e *Engine) continueHandOff(ctx context.Context, h *handOff, rs *runState, 
 	case out := <-done:
 		if errors.Is(out.err, store.ErrPauseClosed) {
 			return res, alreadyUsed(claims)
+		}
+		if out.err != nil && ctx.Err() == nil && (errors.Is(out.err, store.ErrLeaseLost) || errors.Is(out.err, store.ErrLeaseHeld)) {
+			// Another process holds the run's lease: the commit that
+			// carries the answer wrote nothing. Answer without a hand-off.
+			return res, errDrivenElsewhere
 		}
 		if out.err != nil && ctx.Err() == nil && (errors.Is(out.err, context.Canceled) || errors.Is(out.err, context.DeadlineExceeded)) {
 			// The driver was stopped (a Cancel of the run, the engine's
@@ -866,26 +890,50 @@ func suffix(reason string) string {
 	return ": " + reason
 }
 
-// Resume makes sure a running run is being driven (after a crash of the
-// process that drove it, or to pick up a run started elsewhere).
-func (e *Engine) Resume(ctx context.Context, runID string) (string, error) {
+// ResumeResult is what Resume found.
+type ResumeResult struct {
+	// Status is the run's status.
+	Status string
+	// DrivenBy, when set, is the owner of the lease of a run that another
+	// live process drives (until Until, renewed while it does): Resume
+	// left the run to it, and looks again should that lease expire.
+	DrivenBy string
+	Until    time.Time
+}
+
+// Resume makes sure a running run is being driven: here, after a crash of
+// the process that drove it (taken over at once when that process is
+// known to be gone), or by the live process that drives it, which it is
+// left to (ResumeResult.DrivenBy).
+func (e *Engine) Resume(ctx context.Context, runID string) (ResumeResult, error) {
 	run, err := e.store.GetRun(ctx, runID)
 	if err != nil {
-		return "", notFound(runID, err)
+		return ResumeResult{}, notFound(runID, err)
 	}
 	if run.Status == store.StatusPaused {
 		if err := e.UnholdRun(ctx, runID); err != nil {
-			return "", err
+			return ResumeResult{}, err
 		}
 		run, err = e.store.GetRun(ctx, runID)
 		if err != nil {
-			return "", err
+			return ResumeResult{}, err
 		}
 	}
-	if run.Status == store.StatusRunning || run.Status == store.StatusPending {
-		e.schedule(runID)
+	res := ResumeResult{Status: run.Status}
+	if run.Status != store.StatusRunning && run.Status != store.StatusPending {
+		return res, nil
 	}
-	return run.Status, nil
+	if _, err := e.hold(ctx, runID, false); err != nil {
+		var held *store.LeaseHeldError
+		if !errors.As(err, &held) {
+			return res, err
+		}
+		res.DrivenBy, res.Until = held.Owner, held.Expires
+		e.notHeld(runID, err)
+		return res, nil
+	}
+	e.schedule(runID)
+	return res, nil
 }
 
 // actionCall is the call of an action for one execution of a step; call

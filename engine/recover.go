@@ -24,8 +24,9 @@ import (
 // (continue_on_error, compensations, on_failure).
 //
 // Steps that run normally pay nothing for it: a run needs counting only
-// when no commit touched it since this engine started (the store's
-// UpdatedAt) and its cursor step is not a wait that came due after that.
+// when its driver took its lease over from a holder that never released it
+// (lease.go; for a run's first lease: when no commit touched it since this
+// engine started) and its cursor step is not parked on a wake-up to come.
 // A run recorded to be driven elsewhere (`run --detach`) is counted from
 // the second time a process picks it up. A shutdown that interrupts a run
 // records so (Recovered.Interrupted), and the next recovery does not count
@@ -60,15 +61,20 @@ func (r *Recovered) same(x Recovered) bool {
 
 // needsRecovery reports whether a run just loaded from the store was left
 // running by a process that ended: it runs (a step, or a hook or
-// compensation while it finishes), nothing was committed for it since this
-// engine started, and its step is not parked on a wake-up that came due
-// only after that.
-func (e *Engine) needsRecovery(rs *runState) bool {
+// compensation while it finishes), and its lease was taken over from a
+// holder that never released it (tookOver) — or, for a run whose first
+// lease this is (recorded before leases, or created to be driven
+// elsewhere), nothing was committed for it since this engine started —
+// and its step is not parked on a wake-up still to come.
+func (e *Engine) needsRecovery(rs *runState, tookOver bool) bool {
 	if rs.run.Status != store.StatusRunning && rs.run.Status != store.StatusPending {
 		return false
 	}
-	if !rs.run.UpdatedAt.Before(e.startedWall) {
-		return false // this process committed it: it knows what runs
+	if !tookOver {
+		l, ok := e.leaseOf(rs.run.ID)
+		if ok && l.Epoch > 1 || !rs.run.UpdatedAt.Before(e.startedWall) {
+			return false // released by its last holder, or committed here
+		}
 	}
 	switch rs.state.Phase {
 	case phaseOnSuccess, phaseCompensate, phaseOnFailure:
@@ -80,8 +86,8 @@ func (e *Engine) needsRecovery(rs *runState) bool {
 	if rs.state.Cursor >= len(rs.wf.Steps) || rs.state.Cursor < 0 {
 		return false
 	}
-	if w := rs.state.Wait; w != nil && w.StepKey == rs.wf.Steps[rs.state.Cursor].ID && !w.Until.Before(e.startedAt) {
-		return false // parked until after the start: nobody ran it
+	if w := rs.state.Wait; w != nil && w.StepKey == rs.wf.Steps[rs.state.Cursor].ID && w.Until.After(e.now()) {
+		return false // parked on a wake-up to come: nobody ran it
 	}
 	return true
 }

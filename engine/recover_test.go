@@ -56,6 +56,22 @@ func (s *crashableStore) DueTimers(ctx context.Context, now time.Time, limit int
 	return s.Store.DueTimers(ctx, now, limit)
 }
 
+// A process that is gone neither renews nor releases its leases: they
+// stay its until they expire or a process of the machine sees it gone.
+func (s *crashableStore) RenewLease(ctx context.Context, l store.Lease, now time.Time, ttl time.Duration) (store.Lease, error) {
+	if s.crashed.Load() {
+		return store.Lease{}, errProcessGone
+	}
+	return s.Store.RenewLease(ctx, l, now, ttl)
+}
+
+func (s *crashableStore) ReleaseLease(ctx context.Context, l store.Lease) error {
+	if s.crashed.Load() {
+		return errProcessGone
+	}
+	return s.Store.ReleaseLease(ctx, l)
+}
+
 func (s *crashableStore) CreateRun(ctx context.Context, r store.Run, events []store.Event, steps ...store.Step) (store.CommitResult, error) {
 	if s.crashed.Load() {
 		return store.CommitResult{}, errProcessGone

@@ -95,6 +95,9 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	run := store.Run{ID: runID, Workflow: wf.Name, Version: req.Version, Status: store.StatusRunning,
 		Inputs: storedInputs, State: state, ParentID: req.ParentID, CreatedAt: now}
 	events := []store.Event{{Type: EventRunCreated, Data: created, At: now}, {Type: EventRunStarted, At: now}}
+	if !req.Detached {
+		run.Lease = e.newLease(now) // runnable and leased in one write
+	}
 	res, err := e.store.CreateRun(ctx, run, events)
 	if errors.Is(err, store.ErrNotFound) {
 		// A purge dropped the version between PutVersion and CreateRun (it
@@ -109,6 +112,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	}
 	e.publish(run.ID, store.StatusRunning, events, res.EventSeqs)
 	if !req.Detached {
+		e.install(res.Lease)
 		e.schedule(run.ID)
 	}
 	return run.ID, nil

@@ -154,6 +154,9 @@ type runState struct {
 	// recoveringOp: the same for the finishing phases, for the hook or
 	// compensation that runs first.
 	recoveringOp bool
+	// leased: a driver holds this state; its commits are fenced by the
+	// engine's lease on the run (lease.go).
+	leased bool
 	// sec is where secrets flow in this run (set when it is loaded).
 	sec *workflow.Secrets
 }

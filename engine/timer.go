@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"stepwise.dev/stepwise/store"
 )
 
 // The timer loop wakes runs whose durable wake-up (a sleep, a retry's
@@ -10,17 +12,38 @@ import (
 // no connection: their wake-ups are rows in the store, and one loop per
 // engine sleeps until the earliest one. Other processes may add wake-ups
 // too, so the loop also looks again at least every timerPoll.
-const timerPoll = 2 * time.Second
+//
+// Once Recover was called, the loop claims instead (store.ClaimRuns,
+// Ready): every ready run of the store — new, continued, due, or orphaned
+// by a process whose lease expired — up to the engine's free driving
+// slots, each with its lease; it looks at least every claimPoll. A
+// wake-up fires once wherever it is due: only the holder of the run's
+// lease drives it.
+const (
+	timerPoll    = 2 * time.Second
+	claimPoll    = time.Second
+	claimBackoff = 100 * time.Millisecond
+)
 
 func (e *Engine) timerLoop() {
 	defer close(e.timerDone)
+	claimed := true
 	for {
 		wait := timerPoll
+		claiming := e.claiming.Load()
+		if claiming {
+			wait = claimPoll
+		}
 		next, ok, err := e.store.NextTimer(e.stepCtx)
 		if err == nil && ok {
 			if d := next.WakeAt.Sub(e.now()); d < wait {
 				wait = d
 			}
+		}
+		if claiming && !claimed {
+			// The earliest wake-up is due but its run was not claimable
+			// (another process drives it): look again soon, not at once.
+			wait = max(wait, claimBackoff)
 		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -36,6 +59,10 @@ func (e *Engine) timerLoop() {
 		}
 		if e.isStopping() {
 			return
+		}
+		if claiming {
+			claimed = e.claim()
+			continue
 		}
 		due, err := e.store.DueTimers(e.stepCtx, e.now(), 100)
 		if err != nil {
@@ -71,4 +98,31 @@ func (e *Engine) wakeTimers() {
 // startTimers starts the timer loop once.
 func (e *Engine) startTimers(context.Context) {
 	e.timerOnce.Do(func() { go e.timerLoop() })
+}
+
+// claim takes the leases of ready runs, as many as the engine has free
+// driving slots, and drives them. It reports whether it claimed any, or
+// had no room to.
+func (e *Engine) claim() bool {
+	e.mu.Lock()
+	free := cap(e.sem) - len(e.active)
+	e.mu.Unlock()
+	if free <= 0 {
+		return false
+	}
+	got, err := e.store.ClaimRuns(e.stepCtx, e.owner, e.now(), e.leaseTTL, store.ClaimFilter{Ready: true}, free)
+	if err != nil {
+		if e.stepCtx.Err() == nil {
+			e.log.Error("claim ready runs", "err", err)
+		}
+		return false
+	}
+	for _, l := range got {
+		if l.TookOver {
+			e.log.Info("took over a run whose driver stopped", "run_id", l.RunID, "owner", e.owner)
+		}
+		e.install(l)
+		e.schedule(l.RunID)
+	}
+	return len(got) > 0
 }

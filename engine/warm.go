@@ -36,7 +36,7 @@ func (e *Engine) keep(rs *runState) {
 	if rs == nil || hasGroups(rs.wf) || (rs.run.Status != store.StatusWaiting && rs.run.Status != store.StatusRunning) {
 		return
 	}
-	rs.scope, rs.ahead = nil, nil
+	rs.scope, rs.ahead, rs.leased = nil, nil, false
 	w := &e.warm
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -406,8 +408,9 @@ func (s *Service) Cancel(ctx context.Context, runID, reason string, compensate b
 	return s.Engine.Cancel(ctx, runID, reason, compensate)
 }
 
-// Resume drives a running run in this process and reports its status.
-func (s *Service) Resume(ctx context.Context, runID string) (string, error) {
+// Resume drives a running run in this process, or leaves it to the live
+// process that drives it, and reports which.
+func (s *Service) Resume(ctx context.Context, runID string) (engine.ResumeResult, error) {
 	return s.Engine.Resume(ctx, runID)
 }
 
@@ -467,26 +470,50 @@ func absDir(path string) string {
 	return filepath.Dir(path)
 }
 
+// DrivenElsewhere is a run that another live process drives (it holds the
+// run's lease until Until, renewed while it drives).
+type DrivenElsewhere struct {
+	RunID, Owner string
+	Until        time.Time
+}
+
 // DriveAll drives every interrupted (running or pending) run of the home in
 // this process until none is running — recovery as a one-shot command.
-// Runs that pause or finish stop counting; it returns when none is left.
-func (s *Service) DriveAll(ctx context.Context) error {
+// Runs that pause or finish stop counting; runs another live process
+// drives are left to it and returned; it returns when no other is left.
+func (s *Service) DriveAll(ctx context.Context) ([]DrivenElsewhere, error) {
+	elsewhere := map[string]DrivenElsewhere{}
 	for {
 		ids, err := s.Store.RunIDsByStatus(ctx, store.StatusRunning, store.StatusPending)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if len(ids) == 0 {
-			return nil
-		}
+		var mine []string
 		for _, id := range ids {
-			if _, err := s.Resume(ctx, id); err != nil {
-				return err
+			if _, ok := elsewhere[id]; ok {
+				continue
 			}
+			r, err := s.Resume(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if r.DrivenBy != "" {
+				elsewhere[id] = DrivenElsewhere{RunID: id, Owner: r.DrivenBy, Until: r.Until}
+				continue
+			}
+			mine = append(mine, id)
 		}
-		for _, id := range ids {
+		if len(mine) == 0 {
+			out := make([]DrivenElsewhere, 0, len(elsewhere))
+			for _, d := range elsewhere {
+				out = append(out, d)
+			}
+			slices.SortFunc(out, func(a, b DrivenElsewhere) int { return strings.Compare(a.RunID, b.RunID) })
+			return out, nil
+		}
+		for _, id := range mine {
 			if _, err := s.Wait(ctx, id, 0); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
