@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -78,7 +77,7 @@ type SaveResult struct {
 // carrying the current version and revision.
 func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResult, error) {
 	data := []byte(req.Content)
-	res := s.check(data, s.Home.WorkflowsDir())
+	res := s.check(data, s.checkDir())
 	name := req.Name
 	if wf := res.Workflow; wf != nil && wf.Name != "" {
 		if req.Name != "" && req.Name != wf.Name {
@@ -222,7 +221,7 @@ func (s *Service) DeleteWorkflow(ctx context.Context, name string, draft bool, e
 		return nil, s.libraryError(err, name)
 	}
 	s.libraryChanged(name)
-	return &DeleteResult{Name: name, Draft: draft, Version: f.Version, Revision: f.Revision, KeptIn: filepath.Join(s.Home.Dir, "previous")}, nil
+	return &DeleteResult{Name: name, Draft: draft, Version: f.Version, Revision: f.Revision, KeptIn: s.Library.KeptIn()}, nil
 }
 
 // CheckWorkflowName returns the structured error of an unsafe name, nil

@@ -119,8 +119,9 @@ type Service struct {
 	Store   store.Store
 	Engine  *engine.Engine
 	Actions *action.Registry
-	// Library holds the saved workflows and drafts.
-	Library *library.Library
+	// Library holds the saved workflows and drafts: the home's files, or
+	// the database's on PostgreSQL (shared by replicas).
+	Library library.Backend
 	// Workspace is where the shell and file actions work.
 	Workspace *action.Workspace
 	// ShellPolicy is the policy the shell action runs under.
@@ -238,7 +239,7 @@ type Loaded struct {
 // directory too.
 type resolver struct {
 	actions *action.Registry
-	home    *home.Home
+	svc     *Service
 	dir     string
 	// calls, when set, records every sub-workflow name looked up and
 	// whether it was found: what the result depends on besides the file.
@@ -252,49 +253,29 @@ func (r resolver) InputKeys(name string) (keys, required []string, closed, ok bo
 	return r.actions.InputKeys(name)
 }
 func (r resolver) HasWorkflow(name string) (bool, []string) {
-	_, err := findSubWorkflow(r.home, r.dir, name)
+	_, err := r.svc.findSubWorkflow(r.dir, name)
 	if r.calls != nil {
 		r.calls[name] = err == nil
 	}
 	return err == nil, nil
 }
 
-// findSubWorkflow finds a workflow called by name: in the library, or next
-// to the calling file.
-func findSubWorkflow(h *home.Home, dir, name string) (string, error) {
-	if !home.ValidName(name) {
-		return "", fmt.Errorf("%q is not a valid workflow name: %w", name, home.ErrUnsafeName)
-	}
-	if path, err := h.FindWorkflow(name); err == nil {
-		return path, nil
-	}
-	if dir != "" {
-		for _, ext := range []string{".yaml", ".yml", ".json"} {
-			p := filepath.Join(dir, name+ext)
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-				return p, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no workflow named %q in the library%s: %w", name, map[bool]string{true: " or next to the calling file", false: ""}[dir != ""], home.ErrNotFound)
-}
-
 // subWorkflow loads the workflow a `workflow:` step calls: from the
 // library, or from dir, the directory of the calling workflow's file.
 func (s *Service) subWorkflow(_ context.Context, name, dir string) (*engine.WorkflowDef, error) {
-	path, err := findSubWorkflow(s.Home, dir, name)
+	loc, err := s.findSubWorkflow(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := loc.read()
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.parseIn(data, filepath.Dir(path))
+	l, err := s.parseIn(data, loc.dir())
 	if err != nil {
 		return nil, err
 	}
-	return &engine.WorkflowDef{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Dir: absDir(path)}, nil
+	return &engine.WorkflowDef{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Dir: loc.dir()}, nil
 }
 
 // LoadWorkflow finds a workflow by path or library name and validates it.
@@ -308,36 +289,40 @@ func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.loadFile(path)
+	return s.loadFile(located{path: path})
 }
 
 // findDraft returns the file of the draft called name, or a
 // WORKFLOW_NOT_FOUND that says neither the library nor the drafts have
 // it (notFound is the library lookup's error).
-func (s *Service) findDraft(name string, notFound error) (string, error) {
-	p, err := s.Library.Path(library.Draft, name)
+func (s *Service) findDraft(name string, notFound error) (located, error) {
+	loc, err := s.lookupEntry(library.Draft, name)
 	if err != nil {
-		return "", s.libraryError(err, name)
+		return located{}, s.libraryError(err, name)
 	}
-	if p == "" {
+	if loc.path == "" {
 		e := s.workflowNotFound(name, fmt.Sprintf("no workflow %q in the library or in drafts", name), notFound, library.Saved, library.Draft)
 		e.Suggestion = "list the library and its drafts and use a name from them"
-		return "", e
+		return located{}, e
 	}
-	return p, nil
+	return loc, nil
 }
 
-// loadFile reads and validates a workflow file.
-func (s *Service) loadFile(path string) (*Loaded, error) {
-	data, err := os.ReadFile(path)
+// loadFile reads and validates a workflow file or database entry.
+func (s *Service) loadFile(loc located) (*Loaded, error) {
+	data, err := loc.read()
 	if err != nil {
-		return nil, fmt.Errorf("read workflow %s: %w", path, err)
+		return nil, fmt.Errorf("read workflow %s: %w", loc.path, err)
 	}
-	l, err := s.parseIn(data, filepath.Dir(path))
+	dir := ""
+	if !loc.inDB {
+		dir = filepath.Dir(loc.path)
+	}
+	l, err := s.parseIn(data, dir)
 	if err != nil {
 		return nil, err
 	}
-	l.Path = path
+	l.Path = loc.loadPath()
 	return l, nil
 }
 
@@ -361,7 +346,7 @@ func (s *Service) findRef(ref string) (string, error) {
 func (s *Service) Parse(data []byte) (*Loaded, error) { return s.parseIn(data, "") }
 
 func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
-	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir}})
+	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, svc: s, dir: dir}})
 	if !res.Valid() {
 		what := "the workflow is invalid"
 		if res.Workflow != nil && res.Workflow.Name != "" {
