@@ -280,7 +280,16 @@ func (s *Service) OnLibraryChange(fn func(name string)) {
 	s.watchers.fns = append(s.watchers.fns, fn)
 }
 
+// libraryChanged tells this process's watchers and the other replicas'
+// that name changed.
 func (s *Service) libraryChanged(name string) {
+	s.notifyLibrary(name)
+	s.publish(topicLibrary, name)
+}
+
+// notifyLibrary tells this process's watchers that name changed ("":
+// anything may have).
+func (s *Service) notifyLibrary(name string) {
 	s.InvalidateSearch()
 	s.watchers.mu.Lock()
 	fns := append([]func(string){}, s.watchers.fns...)

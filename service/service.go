@@ -142,6 +142,10 @@ type Service struct {
 	// stopRetention stops the retention goroutine (nil when none runs).
 	stopRetention func()
 	catalogs      *catalogs
+	// feed carries changes to and from the other processes sharing the
+	// database (nil on SQLite); stopFeed stops listening to it.
+	feed     changeFeed
+	stopFeed func()
 }
 
 // Open opens the home directory, its database and an engine. It does not
@@ -159,10 +163,6 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := h.Key()
-	if err != nil {
-		return nil, err
-	}
 	wsDir := opts.Workspace
 	if wsDir == "" {
 		wsDir = h.WorkspaceDir()
@@ -175,6 +175,29 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	key, err := serverKey(ctx, h, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	lib, err := openLibrary(h, st, logger)
+	if err != nil {
+		st.Close()
+		return nil, &DatabaseError{err}
+	}
+	var feed changeFeed
+	if pg := shared(st); pg != nil {
+		f, err := pg.Feed(ctx)
+		if err != nil {
+			st.Close()
+			return nil, &DatabaseError{err}
+		}
+		feed = f
+	}
 	// One transport for every connection a workflow asks for, through the
 	// network policy (http.DefaultTransport when it does not restrict).
 	transport := opts.NetworkPolicy.Transport()
@@ -185,9 +208,9 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		InlineEnv: workflowEnv(opts), InlineEnvHint: opts.EnvPolicy.UnsetHint, InlineTransport: transport}))
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
-	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
+	svc := &Service{Home: h, Store: st, Actions: actions, Library: lib, Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
 		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, log: opts.Logger,
-		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}}
+		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}, feed: feed}
 	if svc.now == nil {
 		svc.now = time.Now
 	}
@@ -203,6 +226,10 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	}
 	svc.Engine = eng
 	svc.openCatalogs(opts, transport)
+	if err := svc.listen(ctx); err != nil {
+		_ = svc.Close(ctx)
+		return nil, &DatabaseError{err}
+	}
 	if svc.retention.active() {
 		svc.startRetention(opts.RetentionEvery)
 	}
@@ -214,6 +241,9 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 func (s *Service) Close(ctx context.Context) error {
 	if s.stopRetention != nil {
 		s.stopRetention()
+	}
+	if s.stopFeed != nil {
+		s.stopFeed()
 	}
 	s.search.close()
 	return errors.Join(s.Engine.Close(ctx), s.Store.Close())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -318,4 +319,45 @@ func (l *Library) Previous(k library.Kind, name string) ([]library.File, error) 
 		return nil, fmt.Errorf("previous versions of %s %q: %w", k, name, err)
 	}
 	return out, nil
+}
+
+// Seed imports the saved workflows and drafts of from (a home's files)
+// once per database: the first process to call it on a new database
+// imports its own, later calls — from any replica — import nothing, so a
+// library that moved into the database is not overwritten by homes. It
+// returns how many entries it imported.
+func (l *Library) Seed(from library.Backend, note string) (int, error) {
+	n := 0
+	err := l.write(func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO shared_marks (name, at, note) VALUES ('library-seeded', $1, $2) ON CONFLICT (name) DO NOTHING`,
+			l.now().UnixNano(), note)
+		if err != nil {
+			return fmt.Errorf("seed the workflow library: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // seeded before
+		}
+		at := l.now().UnixNano()
+		for _, k := range []library.Kind{library.Saved, library.Draft} {
+			entries, err := from.Entries(k)
+			if err != nil {
+				return fmt.Errorf("seed the workflow library: %w", err)
+			}
+			for _, e := range entries {
+				f, err := from.Get(k, e.Name)
+				if err != nil {
+					continue // an unsafe symlink, a file that vanished: not imported
+				}
+				ext := filepath.Ext(f.Path)
+				tag, err := tx.Exec(ctx, `INSERT INTO library_entries (kind, name, ext, content, revision, modified) VALUES ($1, $2, $3, $4, $5, $6)
+					ON CONFLICT (kind, name) DO NOTHING`, string(k), e.Name, ext, f.Content, f.Revision, at)
+				if err != nil {
+					return fmt.Errorf("seed the workflow library: %s %q: %w", k, e.Name, err)
+				}
+				n += int(tag.RowsAffected())
+			}
+		}
+		return nil
+	})
+	return n, err
 }

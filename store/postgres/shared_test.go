@@ -28,7 +28,9 @@ func TestServerKeyIsCreatedOnce(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, s := range stores {
-		wg.Go(func() { keys[i], errs[i] = s.ServerKey(context.Background(), "server", bytes.Repeat([]byte{byte(i + 1)}, 32)) })
+		wg.Go(func() {
+			keys[i], errs[i] = s.ServerKey(context.Background(), "server", bytes.Repeat([]byte{byte(i + 1)}, 32))
+		})
 	}
 	wg.Wait()
 	for i := range keys {

@@ -50,3 +50,11 @@ CREATE TABLE secret_pages (
   expires_at  BIGINT NOT NULL,
   given_until BIGINT
 );
+
+-- Things done once per database, by name ("library-seeded": the first
+-- replica imported its home's workflows and drafts).
+CREATE TABLE shared_marks (
+  name TEXT COLLATE "C" PRIMARY KEY,
+  at   BIGINT NOT NULL,
+  note TEXT NOT NULL
+);
