@@ -139,7 +139,11 @@ Errors carry error_code, violations and suggested_action: fix what they name and
 
 // Attach gives a server built by NewUnattached its service. Requests
 // other than the handshake still wait for Start.
-func (s *Server) Attach(svc *service.Service) { s.svc = svc }
+func (s *Server) Attach(svc *service.Service) {
+	s.svc = svc
+	// Replicas on one database share the secret pages.
+	s.secrets.db, s.secrets.log = svc.SecretPages(), s.log
+}
 
 // Fail answers every request waiting for a server built by NewUnattached,
 // and every later one but the handshake, with err: its service could not

@@ -129,3 +129,31 @@ func (s *Service) listen(ctx context.Context) error {
 // any may have): the watchers re-sync the catalogs (SyncCatalogs) as they
 // re-list the library.
 func (s *Service) catalogChanged(string) { s.notifyLibrary("") }
+
+// SecretPageStore keeps the one-time secret pages (mcpserver) where the
+// replicas on one database share them: a page created through one opens,
+// once, through any (postgres.SecretPages). Pauses are the engine's JSON.
+type SecretPageStore interface {
+	// Open records page id for the pause of token unless it has one,
+	// and returns the pause's page id.
+	Open(ctx context.Context, id, token string, pause []byte, expires time.Time) (string, error)
+	// Page returns the pause of a page still open (ok false: none, used
+	// or expired).
+	Page(ctx context.Context, id string) (pause []byte, ok bool, err error)
+	// Complete ends a page whose secret was given, remembered until until.
+	Complete(ctx context.Context, id string, until time.Time) error
+	// Close ends a page whose secret was not given.
+	Close(ctx context.Context, id string) error
+	// Given reports whether the page's secret was given, and whether
+	// the page exists.
+	Given(ctx context.Context, id string) (given, exists bool, err error)
+}
+
+// SecretPages returns the secret pages the replicas share, or nil when
+// this process keeps its own (SQLite: one process serves a home's pages).
+func (s *Service) SecretPages() SecretPageStore {
+	if pg := shared(s.Store); pg != nil {
+		return pg.SecretPages()
+	}
+	return nil
+}

@@ -7,13 +7,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,13 +107,23 @@ outputs:
   said: ${{ steps.say.output.message }}
 `
 
+const vaultWorkflow = `version: 1
+name: vault
+steps:
+  - id: password
+    ask: {prompt: "Vault password?", type: string, secret: true}
+  - id: label
+    ask: {prompt: "Label?", type: string}
+`
+
 // TestReplicasShareTheLibrary: two `serve --http` on one PostgreSQL
 // database, each with a home of its own. A workflow saved through A is at
 // once listed, validated and run through B; a session on B is told
 // (tools/list_changed for the wf_ tool, resources/updated for the
 // library) without polling — the poll is a minute on a shared library,
 // longer than the wait here; and a question asked through A is answered
-// through B, which holds the same key.
+// through B, which holds the same key; a one-time secret page made
+// through A is opened and posted through B, and is gone from both after.
 func TestReplicasShareTheLibrary(t *testing.T) {
 	db := pgFreshDatabase(t)
 	bin := sharedBinary(t)
@@ -201,6 +215,61 @@ func TestReplicasShareTheLibrary(t *testing.T) {
 	}
 	if r, isErr := callTool(t, csB, "run_continue", map[string]any{"token": run.Pause.Token, "value": "hello"}, nil); isErr || r.Status != "succeeded" || r.Outputs["said"] != "hello Grace" {
 		t.Fatalf("A's question answered through B: %+v", r)
+	}
+
+	// A secret page made through A opens through B, once.
+	if r, isErr := callTool(t, csA, "workflow_save", map[string]any{"content": vaultWorkflow}, nil); isErr || !r.Valid {
+		t.Fatalf("save vault through A: %+v", r)
+	}
+	res, err := csA.CallTool(ctx, &mcp.CallToolParams{Name: "run_start", Arguments: map[string]any{"workflow": "vault"}})
+	if err != nil || res.IsError {
+		t.Fatalf("run vault through A: %v %+v", err, res)
+	}
+	var secretRun struct {
+		RunID string `json:"run_id"`
+		Pause struct {
+			SecretURL string `json:"secret_url"`
+		} `json:"pause"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &secretRun)
+	page, err := url.Parse(secretRun.Pause.SecretURL)
+	if err != nil || !strings.HasPrefix(page.Path, "/secrets/") {
+		t.Fatalf("secret_url %q: %v", secretRun.Pause.SecretURL, err)
+	}
+	onB, err := url.Parse(urlB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB.Path = page.Path
+	if resp, err := http.Get(onB.String()); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("A's secret page through B: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	post := func() int {
+		resp, err := http.PostForm(onB.String(), url.Values{"value": {"s3cret-value"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(); code != http.StatusOK {
+		t.Fatalf("post A's secret page through B: %d", code)
+	}
+	if r, _ := callTool(t, csA, "run_get", map[string]any{"run_id": secretRun.RunID}, nil); r.Pause == nil || r.Pause.Kind != "question" || r.Status != "waiting" {
+		t.Fatalf("after the secret: %+v", r)
+	} else if strings.Contains(fmt.Sprint(r), "s3cret-value") {
+		t.Fatal("the secret shows in the run")
+	}
+	if code := post(); code != http.StatusNotFound {
+		t.Fatalf("the page posted again: %d, want 404", code)
+	}
+	if resp, err := http.Get(secretRun.Pause.SecretURL); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the used page through A: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	// Neither home holds the library or a key: the database does.

@@ -130,3 +130,69 @@ func TestFeedCrossesProcesses(t *testing.T) {
 		t.Fatalf("b heard %+v after reconnecting", got)
 	}
 }
+
+// A secret page: one per pause, open until its secret is given or it is
+// closed or expires, its being given seen through any store on the database.
+func TestSecretPages(t *testing.T) {
+	u := freshSchema(t)
+	ctx := context.Background()
+	var pages [2]*SecretPages
+	for i := range pages {
+		s, err := Open(ctx, u, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		pages[i] = s.SecretPages()
+	}
+	a, b := pages[0], pages[1]
+	later := time.Now().Add(time.Hour)
+	id, err := a.Open(ctx, "page-1", "token-1", []byte(`{"prompt":"p"}`), later)
+	if err != nil || id != "page-1" {
+		t.Fatalf("open: %q %v", id, err)
+	}
+	if id, err := b.Open(ctx, "page-2", "token-1", []byte(`{}`), later); err != nil || id != "page-1" {
+		t.Fatalf("a second page for the same pause: %q %v", id, err)
+	}
+	if p, ok, err := b.Page(ctx, "page-1"); err != nil || !ok || string(p) != `{"prompt":"p"}` {
+		t.Fatalf("page through b: %s %v %v", p, ok, err)
+	}
+	if given, exists, err := a.Given(ctx, "page-1"); err != nil || given || !exists {
+		t.Fatalf("given before: %v %v %v", given, exists, err)
+	}
+	if err := b.Complete(ctx, "page-1", later); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := a.Page(ctx, "page-1"); ok {
+		t.Fatal("a used page still opens")
+	}
+	if given, _, err := a.Given(ctx, "page-1"); err != nil || !given {
+		t.Fatalf("given after: %v %v", given, err)
+	}
+	if err := a.Close(ctx, "page-1"); err != nil {
+		t.Fatal(err)
+	}
+	if given, _, _ := b.Given(ctx, "page-1"); !given {
+		t.Fatal("closing a used page forgot it was given")
+	}
+
+	// Closed, and expired.
+	if _, err := a.Open(ctx, "page-3", "token-3", []byte(`{}`), later); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx, "page-3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := a.Page(ctx, "page-3"); ok {
+		t.Fatal("a closed page still opens")
+	}
+	if _, exists, _ := a.Given(ctx, "page-3"); exists {
+		t.Fatal("a closed page still exists")
+	}
+	if _, err := a.Open(ctx, "page-4", "token-4", []byte(`{}`), time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := b.Page(ctx, "page-4"); ok {
+		t.Fatal("an expired page opens")
+	}
+}
