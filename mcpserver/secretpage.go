@@ -6,10 +6,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"log/slog"
 	"sync"
 	"time"
 
