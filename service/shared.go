@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
+	"stepwise.dev/stepwise/catalog"
 	"stepwise.dev/stepwise/home"
 	"stepwise.dev/stepwise/library"
 	"stepwise.dev/stepwise/store"
@@ -156,4 +158,32 @@ func (s *Service) SecretPages() SecretPageStore {
 		return pg.SecretPages()
 	}
 	return nil
+}
+
+// openCatalogStore returns where catalogs are kept: the database's when
+// replicas share one, else the home's catalogs directory. The first
+// process on a new database brings its home's catalogs into it.
+func (s *Service) openCatalogStore() catalog.Backend {
+	files := catalog.NewStore(filepath.Join(s.Home.Dir, "catalogs"))
+	pg := shared(s.Store)
+	if pg == nil {
+		return files
+	}
+	docs := pg.Catalogs()
+	own := map[string][]byte{}
+	if cs, err := files.List(); err == nil || len(cs) > 0 {
+		for _, c := range cs {
+			if doc, err := catalog.Encode(c); err == nil {
+				own[c.Name] = doc
+			}
+		}
+	}
+	n, err := docs.Seed(context.Background(), own, "from "+s.Home.Dir)
+	switch {
+	case err != nil:
+		s.log.Warn("import the home's catalogs into the database", "err", err)
+	case n > 0:
+		s.log.Info("imported the home's catalogs into the database", "home", s.Home.Dir, "catalogs", n)
+	}
+	return dbCatalogs{docs: docs}
 }
