@@ -35,9 +35,11 @@ type Options struct {
 	// names in store/postgres).
 	Durability string
 	// Database is a PostgreSQL URL (postgres:// or postgresql://) whose
-	// database keeps the runs instead of the home's SQLite file (""). The
-	// home still holds the library, catalogs and key. Errors opening it
-	// name the URL without its password.
+	// database keeps the runs instead of the home's SQLite file (""), and
+	// what replicas share: the library, catalogs, the server key (unless
+	// $STEPWISE_SECRET_KEY) and secret pages, the first process on a new
+	// database importing its home's library, catalogs and key. Errors
+	// opening it name the URL without its password.
 	Database string
 	// TokenTTL is the lifetime of pause tokens (default 24h).
 	TokenTTL time.Duration
