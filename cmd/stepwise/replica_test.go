@@ -166,6 +166,7 @@ func TestReplicasShareTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer csA.Close()
+	saved := time.Now()
 	if r, isErr := callTool(t, csA, "workflow_save", map[string]any{"content": replicaWorkflow}, nil); isErr || !r.Valid {
 		t.Fatalf("save through A: %+v", r)
 	}
@@ -173,6 +174,7 @@ func TestReplicasShareTheLibrary(t *testing.T) {
 	// B's session is told, well within the minute a poll would take.
 	select {
 	case <-listChanged:
+		t.Logf("tools/list_changed on B %v after the save through A began", time.Since(saved).Round(time.Millisecond))
 	case <-time.After(20 * time.Second):
 		t.Fatal("B's session got no tools/list_changed after the save through A")
 	}
