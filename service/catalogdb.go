@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"stepwise.dev/stepwise/catalog"
 	"stepwise.dev/stepwise/library"
@@ -20,6 +21,12 @@ var _ catalog.Backend = dbCatalogs{}
 // dbCatalogsAt is where the database's catalogs are shown to be kept.
 const dbCatalogsAt = "database:catalogs"
 
+// dbContext bounds one call to the database (catalog.Backend takes no
+// context).
+func dbContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
 func checkCatalogName(name string) error {
 	if err := library.CheckName(name); err != nil {
 		return fmt.Errorf("catalog name: %w", err)
@@ -33,7 +40,9 @@ func (d dbCatalogs) Get(name string) (*catalog.Catalog, error) {
 	if err := checkCatalogName(name); err != nil {
 		return nil, err
 	}
-	doc, ok, err := d.docs.Get(context.Background(), name)
+	ctx, cancel := dbContext()
+	defer cancel()
+	doc, ok, err := d.docs.Get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +53,9 @@ func (d dbCatalogs) Get(name string) (*catalog.Catalog, error) {
 }
 
 func (d dbCatalogs) List() ([]*catalog.Catalog, error) {
-	names, err := d.docs.Names(context.Background())
+	ctx, cancel := dbContext()
+	defer cancel()
+	names, err := d.docs.Names(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +84,9 @@ func (d dbCatalogs) Put(c *catalog.Catalog, overwrite bool) (*catalog.Catalog, e
 		return nil, err
 	}
 	var replaced *catalog.Catalog
-	err = d.docs.Change(context.Background(), c.Name, func(old []byte) ([]byte, error) {
+	ctx, cancel := dbContext()
+	defer cancel()
+	err = d.docs.Change(ctx, c.Name, func(old []byte) ([]byte, error) {
 		if old == nil {
 			return doc, nil
 		}
@@ -100,7 +113,9 @@ func (d dbCatalogs) change(name string, fn func(c *catalog.Catalog) (keep bool, 
 		return nil, err
 	}
 	var out *catalog.Catalog
-	err := d.docs.Change(context.Background(), name, func(old []byte) ([]byte, error) {
+	ctx, cancel := dbContext()
+	defer cancel()
+	err := d.docs.Change(ctx, name, func(old []byte) ([]byte, error) {
 		if old == nil {
 			return nil, fmt.Errorf("%w: no catalog %q", catalog.ErrNotFound, name)
 		}
@@ -132,9 +147,15 @@ func (d dbCatalogs) Remove(name string) (*catalog.Catalog, error) {
 	return d.change(name, func(*catalog.Catalog) (bool, error) { return false, nil })
 }
 
-func (d dbCatalogs) Stamps() (map[string]string, error) { return d.docs.Stamps(context.Background()) }
+func (d dbCatalogs) Stamps() (map[string]string, error) {
+	ctx, cancel := dbContext()
+	defer cancel()
+	return d.docs.Stamps(ctx)
+}
 
 func (d dbCatalogs) Stamp(name string) string {
-	st, _ := d.docs.Stamp(context.Background(), name)
+	ctx, cancel := dbContext()
+	defer cancel()
+	st, _ := d.docs.Stamp(ctx, name)
 	return st
 }

@@ -60,6 +60,14 @@ func (l *Library) file(k library.Kind, name, ext string, content []byte, modifie
 		Version: l.version(content), Revision: library.Revision(content), ModTime: fromNanos(modified)}
 }
 
+// opTimeout bounds one operation of the library (whose interface, the
+// files', takes no context): a database that stops answering fails it.
+const opTimeout = 30 * time.Second
+
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
+}
+
 // querier is a pool or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -86,7 +94,9 @@ func (l *Library) Get(k library.Kind, name string) (*library.File, error) {
 	if err := library.CheckName(name); err != nil {
 		return nil, err
 	}
-	f, err := l.row(context.Background(), l.pool, k, name)
+	ctx, cancel := opContext()
+	defer cancel()
+	f, err := l.row(ctx, l.pool, k, name)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +109,9 @@ func (l *Library) Get(k library.Kind, name string) (*library.File, error) {
 // Entries lists the names of kind k, sorted, with their locators and
 // revisions (Entry.Stamp).
 func (l *Library) Entries(k library.Kind) ([]library.Entry, error) {
-	rows, err := l.pool.Query(context.Background(), `SELECT name, ext, revision FROM library_entries WHERE kind = $1 ORDER BY name`, string(k))
+	ctx, cancel := opContext()
+	defer cancel()
+	rows, err := l.pool.Query(ctx, `SELECT name, ext, revision FROM library_entries WHERE kind = $1 ORDER BY name`, string(k))
 	if err != nil {
 		return nil, fmt.Errorf("list %ss: %w", k, err)
 	}
@@ -129,7 +141,8 @@ func (l *Library) Names(k library.Kind) ([]string, error) {
 
 // write runs fn in a transaction holding the library's lock.
 func (l *Library) write(fn func(ctx context.Context, tx pgx.Tx) error) error {
-	ctx := context.Background()
+	ctx, cancel := opContext()
+	defer cancel()
 	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, libraryLock); err != nil {
 			return fmt.Errorf("workflow library: lock: %w", err)
@@ -300,7 +313,9 @@ func (l *Library) Previous(k library.Kind, name string) ([]library.File, error) 
 	if err := library.CheckName(name); err != nil {
 		return nil, err
 	}
-	rows, err := l.pool.Query(context.Background(), `SELECT id, ext, content, kept_at FROM library_previous WHERE kind = $1 AND name = $2 ORDER BY id`, string(k), name)
+	ctx, cancel := opContext()
+	defer cancel()
+	rows, err := l.pool.Query(ctx, `SELECT id, ext, content, kept_at FROM library_previous WHERE kind = $1 AND name = $2 ORDER BY id`, string(k), name)
 	if err != nil {
 		return nil, fmt.Errorf("previous versions of %s %q: %w", k, name, err)
 	}
