@@ -17,3 +17,11 @@ func TestFilesConformance(t *testing.T) {
 			PreviousDir: filepath.Join(dir, "previous"), Version: version})
 	})
 }
+
+func BenchmarkFiles(b *testing.B) {
+	librarytest.Benchmark(b, func(b *testing.B) library.Backend {
+		dir := b.TempDir()
+		return library.New(library.Options{WorkflowsDir: filepath.Join(dir, "workflows"), DraftsDir: filepath.Join(dir, "drafts"),
+			PreviousDir: filepath.Join(dir, "previous"), Version: librarytest.Version})
+	})
+}

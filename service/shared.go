@@ -170,13 +170,15 @@ func (s *Service) openCatalogStore() catalog.Backend {
 		return files
 	}
 	docs := pg.Catalogs()
-	own := map[string][]byte{}
-	if cs, err := files.List(); err == nil || len(cs) > 0 {
+	own := func() map[string][]byte {
+		out := map[string][]byte{}
+		cs, _ := files.List() // those that cannot be read stay behind
 		for _, c := range cs {
 			if doc, err := catalog.Encode(c); err == nil {
-				own[c.Name] = doc
+				out[c.Name] = doc
 			}
 		}
+		return out
 	}
 	n, err := docs.Seed(context.Background(), own, "from "+s.Home.Dir)
 	switch {

@@ -70,7 +70,7 @@ func openReplica(t *testing.T, db, home string) *Service {
 
 // Two services on one database with homes of their own: the first brings
 // its home's library and catalogs into the database, the second's home is
-// not read; what one saves or imports the other lists, validates and
+// not read (nor the first's after); what one saves or imports the other lists, validates and
 // runs at once, its watchers told through the change feed.
 func TestReplicasShareLibraryAndCatalogs(t *testing.T) {
 	db := pgSchema(t)
@@ -85,8 +85,22 @@ func TestReplicasShareLibraryAndCatalogs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A catalog of A's home, imported while it was on SQLite.
+	local, err := Open(ctx, Options{Home: homeA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.ImportCatalog(ctx, CatalogImportRequest{Source: bookshopDoc, Title: "Bookshop"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	a := openReplica(t, db, homeA)
 	b := openReplica(t, db, homeB)
+	if cs, err := b.ListCatalogs(ctx); err != nil || len(cs) != 1 || cs[0].Name != "bookshop" {
+		t.Fatalf("catalogs through b: %+v %v", cs, err)
+	}
 	changed := make(chan string, 16)
 	b.OnLibraryChange(func(name string) { changed <- name })
 
@@ -181,7 +195,7 @@ func TestReplicasShareLibraryAndCatalogs(t *testing.T) {
 	if _, err := a.RemoveCatalog(ctx, "petstore"); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := b.ListCatalogs(ctx); err != nil || len(cs) != 0 {
+	if cs, err := b.ListCatalogs(ctx); err != nil || len(cs) != 1 || cs[0].Name != "bookshop" {
 		t.Fatalf("catalogs through b after the removal: %+v %v", cs, err)
 	}
 	if _, err := b.GetCatalog(ctx, "petstore"); !errors.As(err, &ee) || ee.Code != CodeCatalogNotFound {

@@ -418,3 +418,46 @@ func oneWinner(t *testing.T, results []error) int {
 	}
 	return won
 }
+
+// Benchmark measures a backend's save (replacing an entry at its
+// revision), get, and listing of 100 entries; open returns an empty
+// backend.
+func Benchmark(b *testing.B, open func(b *testing.B) library.Backend) {
+	content := []byte("version: 1\nname: w\nsteps:\n  - {id: a, uses: noop}\n")
+	b.Run("Save", func(b *testing.B) {
+		l := open(b)
+		f, err := l.Save(library.Saved, "w", ".yaml", content, library.WriteOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; b.Loop(); i++ {
+			if f, err = l.Save(library.Saved, "w", ".yaml", fmt.Appendf(nil, "%s# %d\n", content, i), library.WriteOptions{ExpectedVersion: f.Revision}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Get", func(b *testing.B) {
+		l := open(b)
+		if _, err := l.Save(library.Saved, "w", ".yaml", content, library.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := l.Get(library.Saved, "w"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Entries100", func(b *testing.B) {
+		l := open(b)
+		for i := range 100 {
+			if _, err := l.Save(library.Saved, fmt.Sprintf("w%03d", i), ".yaml", content, library.WriteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for b.Loop() {
+			if es, err := l.Entries(library.Saved); err != nil || len(es) != 100 {
+				b.Fatal(len(es), err)
+			}
+		}
+	})
+}

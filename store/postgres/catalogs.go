@@ -117,9 +117,11 @@ func (c *Catalogs) Change(ctx context.Context, name string, fn func(old []byte) 
 	})
 }
 
-// Seed imports docs (a home's catalogs by name) once per database, as
-// Library.Seed does the workflows; it returns how many it imported.
-func (c *Catalogs) Seed(ctx context.Context, docs map[string][]byte, note string) (int, error) {
+// Seed imports the documents docs returns (a home's catalogs by name)
+// once per database, as Library.Seed does the workflows: docs is called
+// only by the first process on a new database. It returns how many
+// catalogs it imported.
+func (c *Catalogs) Seed(ctx context.Context, docs func() map[string][]byte, note string) (int, error) {
 	n := 0
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, catalogsLock); err != nil {
@@ -134,7 +136,7 @@ func (c *Catalogs) Seed(ctx context.Context, docs map[string][]byte, note string
 			return nil
 		}
 		at := c.now().UnixNano()
-		for name, doc := range docs {
+		for name, doc := range docs() {
 			tag, err := tx.Exec(ctx, `INSERT INTO catalogs (name, document, modified) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`, name, doc, at)
 			if err != nil {
 				return fmt.Errorf("seed the catalogs: %q: %w", name, err)

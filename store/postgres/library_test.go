@@ -20,3 +20,15 @@ func TestLibraryConformance(t *testing.T) {
 		return s.Library(version)
 	})
 }
+
+func BenchmarkLibrary(b *testing.B) {
+	testURL(b)
+	librarytest.Benchmark(b, func(b *testing.B) library.Backend {
+		s, err := Open(context.Background(), freshSchema(b), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s.Library(librarytest.Version)
+	})
+}
