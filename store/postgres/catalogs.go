@@ -122,6 +122,9 @@ func (c *Catalogs) Change(ctx context.Context, name string, fn func(old []byte) 
 // only by the first process on a new database. It returns how many
 // catalogs it imported.
 func (c *Catalogs) Seed(ctx context.Context, docs func() map[string][]byte, note string) (int, error) {
+	if done, err := marked(ctx, c.pool, "catalogs-seeded"); err != nil || done {
+		return 0, err
+	}
 	n := 0
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, catalogsLock); err != nil {

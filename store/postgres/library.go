@@ -342,6 +342,11 @@ func (l *Library) Previous(k library.Kind, name string) ([]library.File, error) 
 // library that moved into the database is not overwritten by homes. It
 // returns how many entries it imported.
 func (l *Library) Seed(from library.Backend, note string) (int, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	if done, err := marked(ctx, l.pool, "library-seeded"); err != nil || done {
+		return 0, err
+	}
 	n := 0
 	err := l.write(func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO shared_marks (name, at, note) VALUES ('library-seeded', $1, $2) ON CONFLICT (name) DO NOTHING`,
