@@ -273,11 +273,15 @@ type libraryWatchers struct {
 }
 
 // OnLibraryChange registers fn, called with the name of every workflow or
-// draft saved, renamed (old and new name) or deleted through the service.
+// draft saved, renamed (old and new name) or deleted through the service
+// — or, on a database replicas share, through any of them ("" when some
+// changes may have been missed: anything may have changed; catalogs
+// changed through another replica are told this way too).
 func (s *Service) OnLibraryChange(fn func(name string)) {
 	s.watchers.mu.Lock()
-	defer s.watchers.mu.Unlock()
 	s.watchers.fns = append(s.watchers.fns, fn)
+	s.watchers.mu.Unlock()
+	s.listen() // changes through other replicas too
 }
 
 // libraryChanged tells this process's watchers and the other replicas'

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -145,9 +146,12 @@ type Service struct {
 	stopRetention func()
 	catalogs      *catalogs
 	// feed carries changes to and from the other processes sharing the
-	// database (nil on SQLite); stopFeed stops listening to it.
-	feed     changeFeed
-	stopFeed func()
+	// database (nil on SQLite); stopFeed stops listening to it, which
+	// starts with the first watcher (OnLibraryChange).
+	feed       changeFeed
+	feedMu     sync.Mutex
+	stopFeed   func()
+	feedClosed bool
 }
 
 // Open opens the home directory, its database and an engine. It does not
@@ -228,10 +232,6 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	}
 	svc.Engine = eng
 	svc.openCatalogs(opts, transport)
-	if err := svc.listen(ctx); err != nil {
-		_ = svc.Close(ctx)
-		return nil, &DatabaseError{err}
-	}
 	if svc.retention.active() {
 		svc.startRetention(opts.RetentionEvery)
 	}
@@ -244,9 +244,12 @@ func (s *Service) Close(ctx context.Context) error {
 	if s.stopRetention != nil {
 		s.stopRetention()
 	}
+	s.feedMu.Lock()
+	s.feedClosed = true
 	if s.stopFeed != nil {
 		s.stopFeed()
 	}
+	s.feedMu.Unlock()
 	s.search.close()
 	return errors.Join(s.Engine.Close(ctx), s.Store.Close())
 }

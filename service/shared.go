@@ -63,7 +63,11 @@ func serverKey(ctx context.Context, h *home.Home, st store.Store) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	return pg.ServerKey(ctx, keyName, candidate)
+	key, err := pg.ServerKey(ctx, keyName, candidate)
+	if err != nil {
+		return nil, &DatabaseError{err}
+	}
+	return key, nil
 }
 
 // openLibrary returns the library: the database's when replicas share
@@ -104,11 +108,18 @@ func (s *Service) publish(topic, name string) {
 	}
 }
 
-// listen starts taking the other replicas' notices.
-func (s *Service) listen(ctx context.Context) error {
-	if s.feed == nil {
-		return nil
+// listen starts taking the other replicas' notices, once: when the first
+// watcher registers (a one-shot command has none, and opens no listening
+// connection). A listener that cannot start is logged; the watchers'
+// own poll remains.
+func (s *Service) listen() {
+	s.feedMu.Lock()
+	defer s.feedMu.Unlock()
+	if s.feed == nil || s.stopFeed != nil || s.feedClosed {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	stop, err := s.feed.Listen(ctx, func(topic, name string) {
 		switch topic {
 		case topicLibrary:
@@ -121,10 +132,10 @@ func (s *Service) listen(ctx context.Context) error {
 		}
 	})
 	if err != nil {
-		return err
+		s.log.Warn("listen to the other replicas' changes", "err", err)
+		return
 	}
 	s.stopFeed = stop
-	return nil
 }
 
 // catalogChanged follows a catalog changed through another replica ("":
