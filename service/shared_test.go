@@ -112,7 +112,11 @@ func TestReplicasShareLibraryAndCatalogs(t *testing.T) {
 		}
 	}
 
-	saved, err := a.SaveWorkflow(ctx, SaveRequest{Content: "version: 1\nname: shared\nsteps:\n  - {id: a, uses: noop}\n  - {id: b, workflow: from-a}\n"})
+	// b's search index, built now, learns of the save through a.
+	if hits, err := b.SearchActions(ctx, "zebra", true, 10); err != nil || len(hits) != 0 {
+		t.Fatalf("search before the save: %+v %v", hits, err)
+	}
+	saved, err := a.SaveWorkflow(ctx, SaveRequest{Content: "version: 1\nname: shared\ntitle: Zebra crossing\nsteps:\n  - {id: a, uses: noop}\n  - {id: b, workflow: from-a}\n"})
 	if err != nil || !saved.Valid {
 		t.Fatalf("save through a: %+v %v", saved, err)
 	}
@@ -123,6 +127,9 @@ func TestReplicasShareLibraryAndCatalogs(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("b's watchers were not told of the save through a")
+	}
+	if hits, err := b.SearchActions(ctx, "zebra", true, 10); err != nil || len(hits) != 1 || hits[0].Name != "shared" {
+		t.Fatalf("search through b after the save through a: %+v %v", hits, err)
 	}
 	if v, err := b.ValidateLibrary("shared"); err != nil || !v.Valid {
 		t.Fatalf("validate through b: %+v %v", v, err)
