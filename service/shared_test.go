@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,12 +9,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/home"
 )
 
 // pgSchema returns a URL of the test PostgreSQL server
@@ -58,6 +61,32 @@ func pgSchema(t *testing.T) string {
 	return u.String()
 }
 
+// dbKey reads the server key stored in the database ("" when none).
+func dbKey(t *testing.T, db string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var key []byte
+	if err := conn.QueryRow(ctx, `SELECT key FROM server_keys WHERE name = 'server'`).Scan(&key); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// $STEPWISE_SECRET_KEY still wins on a shared database: nothing is stored.
+func TestSecretKeyVariableWinsOverTheDatabase(t *testing.T) {
+	db := pgSchema(t)
+	t.Setenv(home.EnvSecretKey, strings.Repeat("ab", 32))
+	openReplica(t, db, t.TempDir())
+	if key := dbKey(t, db); key != nil {
+		t.Fatalf("a key was stored: %x", key)
+	}
+}
+
 func openReplica(t *testing.T, db, home string) *Service {
 	t.Helper()
 	s, err := Open(context.Background(), Options{Home: home, Database: db})
@@ -98,6 +127,13 @@ func TestReplicasShareLibraryAndCatalogs(t *testing.T) {
 	}
 	a := openReplica(t, db, homeA)
 	b := openReplica(t, db, homeB)
+	// The database's key is A's home's, which signed what A issued.
+	if own, err := os.ReadFile(filepath.Join(homeA, "key")); err != nil || !bytes.Equal(dbKey(t, db), own) {
+		t.Fatalf("the database's key is not the first home's (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(homeB, "key")); err == nil {
+		t.Fatal("b's home got a key file")
+	}
 	if cs, err := b.ListCatalogs(ctx); err != nil || len(cs) != 1 || cs[0].Name != "bookshop" {
 		t.Fatalf("catalogs through b: %+v %v", cs, err)
 	}
