@@ -27,8 +27,77 @@ type Store struct {
 // first write).
 func NewStore(dir string) *Store { return &Store{dir: dir} }
 
+// Backend is where catalogs are kept: a home's catalogs directory
+// (*Store) or a database the replicas share (store/postgres), with the
+// same semantics: names checked, ErrNotFound, ErrExists unless
+// overwriting.
+type Backend interface {
+	// Get reads the catalog name.
+	Get(name string) (*Catalog, error)
+	// List reads every catalog, sorted by name; those that cannot be
+	// read are left out and reported in the error.
+	List() ([]*Catalog, error)
+	// Put writes c; an existing catalog of its name is replaced (and
+	// returned) only when overwrite is set, else the error wraps ErrExists.
+	Put(c *Catalog, overwrite bool) (replaced *Catalog, err error)
+	// Update changes the catalog name with fn and writes it back.
+	Update(name string, fn func(*Catalog) error) (*Catalog, error)
+	// Remove deletes the catalog name and returns what it held.
+	Remove(name string) (*Catalog, error)
+	// Stamps returns by name a stamp of every catalog kept (readable or
+	// not) that changes whenever it is written.
+	Stamps() (map[string]string, error)
+	// Stamp is Stamps' of one catalog, "" when there is none.
+	Stamp(name string) string
+	// Where is where catalog name is shown to be kept.
+	Where(name string) string
+}
+
+var _ Backend = (*Store)(nil)
+
 // Dir is the catalogs directory.
 func (s *Store) Dir() string { return s.dir }
+
+// Where is the file of catalog name.
+func (s *Store) Where(name string) string { return filepath.Join(s.dir, name+".json") }
+
+// Stamp returns the size and modification time of catalog name's file,
+// "" when there is none.
+func (s *Store) Stamp(name string) string {
+	info, err := os.Stat(s.Where(name))
+	if err != nil {
+		return ""
+	}
+	return stampOf(info)
+}
+
+func stampOf(info fs.FileInfo) string {
+	return fmt.Sprintf("%d@%d", info.Size(), info.ModTime().UnixNano())
+}
+
+// Stamps returns each catalog file's size and modification time by name.
+func (s *Store) Stamps() (map[string]string, error) {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalogs: %w", err)
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || library.CheckName(name) != nil {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out[name] = stampOf(info)
+	}
+	return out, nil
+}
 
 // path is name's file; the name is checked first.
 func (s *Store) path(name string) (string, error) {
@@ -86,9 +155,15 @@ func read(p, name string) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", name, err)
 	}
+	return Decode(data, name, p)
+}
+
+// Decode reads the document of catalog name (as Encode wrote it) kept
+// at where, checking its format and that it is name's.
+func Decode(data []byte, name, where string) (*Catalog, error) {
 	var c Catalog
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("catalog %s: %s: %w", name, p, err)
+		return nil, fmt.Errorf("catalog %s: %s: %w", name, where, err)
 	}
 	if c.Format != FormatVersion {
 		return nil, fmt.Errorf("catalog %s: file format %d, this version reads %d", name, c.Format, FormatVersion)
@@ -97,6 +172,15 @@ func read(p, name string) (*Catalog, error) {
 		return nil, fmt.Errorf("catalog %s: the file names catalog %q", name, c.Name)
 	}
 	return &c, nil
+}
+
+// Encode is the document a catalog is kept as.
+func Encode(c *Catalog) ([]byte, error) {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", c.Name, err)
+	}
+	return append(data, '\n'), nil
 }
 
 // List reads every catalog, sorted by name. Files that cannot be read are
@@ -197,11 +281,11 @@ func (s *Store) withLocked(name string, fn func(path string, c *Catalog) error) 
 }
 
 func write(p string, c *Catalog) error {
-	data, err := json.MarshalIndent(c, "", "  ")
+	data, err := Encode(c)
 	if err != nil {
-		return fmt.Errorf("catalog %s: %w", c.Name, err)
+		return err
 	}
-	if err := library.WriteFile(p, append(data, '\n')); err != nil {
+	if err := library.WriteFile(p, data); err != nil {
 		return fmt.Errorf("catalog %s: %w", c.Name, err)
 	}
 	return nil

@@ -45,7 +45,7 @@ type globals struct {
 func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&g.home, "home", "", "home directory (default $STEPWISE_HOME or ~/.stepwise)")
 	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
-	cmd.PersistentFlags().StringVar(&g.database, "database", "", "a PostgreSQL URL (postgres://…) to keep runs in instead of the home's SQLite file (default $"+EnvDatabaseURL+")")
+	cmd.PersistentFlags().StringVar(&g.database, "database", "", "a PostgreSQL URL (postgres://…) to keep runs, the library, catalogs and key in, shared by replicas, instead of the home (default $"+EnvDatabaseURL+")")
 	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
 	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", "the directory shell and file actions work in (default HOME/workspace)")
 	cmd.PersistentFlags().IntVar(&g.exprMemory, "expr-memory", int(expr.DefaultMemoryLimit>>20), "the memory one expression evaluation may allocate, in MiB (EXPRESSION_BUDGET past it)")

@@ -23,8 +23,8 @@ func newSaveCmd(g *globals) *cobra.Command {
 		Long: "save validates FILE and writes it into the library under its name: field. An invalid workflow is\n" +
 			"refused (exit 1, violations listed) unless --draft. Replacing an existing workflow needs\n" +
 			"--expected-version (the revision you started from: the hash of the file's bytes, which stepwise\n" +
-			"get and save show) or --overwrite; the replaced file is kept in the home's previous/ directory.\n" +
-			"Saving to the library removes the draft of the same name.",
+			"get and save show) or --overwrite; the replaced file is kept in the home's previous/ directory\n" +
+			"(in the database with --database). Saving to the library removes the draft of the same name.",
 		Args: exactArgs(1, "save takes one FILE (- for standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readSource(cmd, args[0])
@@ -200,7 +200,7 @@ func newDeleteCmd(g *globals) *cobra.Command {
 	var expected string
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
-		Short: "Delete a library workflow or draft (a copy is kept in the home's previous/)",
+		Short: "Delete a library workflow or draft (a copy is kept in the home's previous/, or the database's)",
 		Args:  exactArgs(1, "delete takes one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]

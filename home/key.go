@@ -42,6 +42,21 @@ func (h *Home) Key() ([]byte, error) {
 	return h.createKey()
 }
 
+// ExistingKey reads the key file without creating it: an error
+// satisfying errors.Is(err, fs.ErrNotExist) when there is none. A
+// database that replicas share stores the key instead (seeded with this
+// one, so that what the home signed stays valid).
+func (h *Home) ExistingKey() ([]byte, error) { return h.readKey() }
+
+// NewKey returns a random key of KeySize bytes.
+func NewKey() ([]byte, error) {
+	key := make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("home: generate key: %w", err)
+	}
+	return key, nil
+}
+
 // keyFromText turns the value of $STEPWISE_SECRET_KEY into a key.
 func keyFromText(text string) ([]byte, error) {
 	if len(text) == 2*KeySize {
@@ -95,9 +110,9 @@ func (h *Home) readKey() ([]byte, error) {
 // createKey writes a new random key unless another process got there first,
 // and returns whichever key is in place.
 func (h *Home) createKey() ([]byte, error) {
-	key := make([]byte, KeySize)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("home: generate key: %w", err)
+	key, err := NewKey()
+	if err != nil {
+		return nil, err
 	}
 	tmp, err := os.CreateTemp(h.Dir, ".key-*.tmp") // mode 0600
 	if err != nil {

@@ -254,6 +254,10 @@ type Entry struct {
 	// decides. Listing a large library is mostly those checks (a dozen
 	// system calls per file) when every name is resolved.
 	Path string
+	// Stamp changes whenever the content does, when a backend knows it
+	// without reading the content (a database: the revision); empty for
+	// files, whose size and modification time tell.
+	Stamp string
 }
 
 // Entries lists the valid names of kind k, sorted, once each, with the

@@ -20,7 +20,17 @@ func (s *Server) followLibrary(ctx context.Context) {
 		default:
 		}
 	})
-	t := time.NewTicker(s.opts.LibraryPoll)
+	poll := s.opts.LibraryPoll
+	switch {
+	case poll > 0:
+	case s.svc.SharedLibrary():
+		// No files to poll: changes through any replica are pushed
+		// (service.OnLibraryChange); the poll is a safety net.
+		poll = time.Minute
+	default:
+		poll = 2 * time.Second
+	}
+	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
 		select {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/expr"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -22,6 +24,11 @@ import (
 // agent. The random id in the URL is the capability: it names one pause,
 // works until that pause is answered (or expires) and never again.
 type secretPages struct {
+	// db, when set, keeps the pages instead (the replicas on one
+	// database share them); the fields below are then unused.
+	db  service.SecretPageStore
+	log *slog.Logger
+
 	mu      sync.Mutex
 	byID    map[string]*secretPage
 	byToken map[string]string
@@ -44,6 +51,13 @@ func newSecretPages() *secretPages {
 
 // open returns the page of a pause, creating it the first time.
 func (sp *secretPages) open(p *engine.Pause, base string) (id, link string) {
+	if sp.db != nil {
+		id, err := sp.dbOpen(p)
+		if err == nil {
+			return id, base + "/secrets/" + id
+		}
+		sp.log.Error("secret page: kept by this replica only", "run_id", p.RunID, "error", err)
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.sweep()
@@ -74,6 +88,11 @@ func (sp *secretPages) sweep() {
 }
 
 func (sp *secretPages) get(id string) *secretPage {
+	if sp.db != nil {
+		if pg := sp.dbGet(id); pg != nil {
+			return pg
+		}
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	return sp.byID[id]
@@ -81,6 +100,9 @@ func (sp *secretPages) get(id string) *secretPage {
 
 // complete ends a page whose secret was given.
 func (sp *secretPages) complete(id string) {
+	if sp.db != nil {
+		sp.dbEnd(id, true)
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if pg, ok := sp.byID[id]; ok {
@@ -95,6 +117,9 @@ func (sp *secretPages) complete(id string) {
 
 // close ends a page: its link stops working.
 func (sp *secretPages) close(id string) {
+	if sp.db != nil {
+		sp.dbEnd(id, false)
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.endLocked(id)
@@ -118,6 +143,10 @@ func (sp *secretPages) endLocked(id string) {
 func (sp *secretPages) wait(ctx context.Context, id string, d time.Duration) bool {
 	sp.mu.Lock()
 	pg := sp.byID[id]
+	if sp.db != nil && pg == nil {
+		sp.mu.Unlock()
+		return sp.dbWait(ctx, id, d)
+	}
 	_, given := sp.given[id]
 	sp.mu.Unlock()
 	if given {

@@ -35,7 +35,8 @@ type Options struct {
 	// finish or pause when the caller does not say (default 20s).
 	DefaultWait time.Duration
 	// LibraryPoll is how often the library's files are re-read to notice
-	// edits made outside stepwise (default 2s).
+	// edits made outside stepwise (default 2s; a minute when the library is
+	// in a database other replicas share, whose changes are pushed).
 	LibraryPoll time.Duration
 	// MaxMessageBytes bounds an incoming JSON-RPC message: a stdio line
 	// (ConnectStdio) or an HTTP POST body (default
@@ -99,9 +100,6 @@ func NewUnattached(opts Options) *Server {
 	if opts.DefaultWait <= 0 {
 		opts.DefaultWait = 20 * time.Second
 	}
-	if opts.LibraryPoll <= 0 {
-		opts.LibraryPoll = 2 * time.Second
-	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -141,7 +139,11 @@ Errors carry error_code, violations and suggested_action: fix what they name and
 
 // Attach gives a server built by NewUnattached its service. Requests
 // other than the handshake still wait for Start.
-func (s *Server) Attach(svc *service.Service) { s.svc = svc }
+func (s *Server) Attach(svc *service.Service) {
+	s.svc = svc
+	// Replicas on one database share the secret pages.
+	s.secrets.db, s.secrets.log = svc.SecretPages(), s.log
+}
 
 // Fail answers every request waiting for a server built by NewUnattached,
 // and every later one but the handshake, with err: its service could not

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"stepwise.dev/stepwise/library"
 	"stepwise.dev/stepwise/store"
 )
 
@@ -46,14 +47,14 @@ func TestSummariesAreBounded(t *testing.T) {
 		if err := os.WriteFile(p, doc, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.summarize(p, "w", nil); err != nil {
+		if _, _, err := s.summarize(library.Saved, library.Entry{Name: "w", Path: p}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := s.summaries.entries.Len(); got != maxSummaries {
 		t.Fatalf("%d summaries kept, want the bound %d", got, maxSummaries)
 	}
-	if _, parsed, err := s.summarize(filepath.Join(dir, "w0.yaml"), "w", nil); err != nil || !parsed {
+	if _, parsed, err := s.summarize(library.Saved, library.Entry{Name: "w", Path: filepath.Join(dir, "w0.yaml")}, nil); err != nil || !parsed {
 		t.Fatalf("the first file, fallen out: parsed %v, %v", parsed, err)
 	}
 }

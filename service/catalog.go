@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -44,7 +43,7 @@ type CatalogInfo struct {
 func (s *Service) infoOf(c *catalog.Catalog) CatalogInfo {
 	return CatalogInfo{Name: c.Name, Title: c.Title, BaseURL: c.BaseURL, Enabled: c.Enabled, OpenAPI: c.Source.OpenAPI,
 		Source: c.Source.Location, Operations: len(c.Operations), Actions: c.ActionNames(), Auth: c.Auth,
-		SecuritySchemes: c.Schemes, Path: filepath.Join(s.catalogs.store.Dir(), c.Name+".json"), ImportedAt: c.ImportedAt}
+		SecuritySchemes: c.Schemes, Path: s.catalogs.store.Where(c.Name), ImportedAt: c.ImportedAt}
 }
 
 // Brief is the catalog with at most n of its action names, the others
@@ -116,6 +115,7 @@ func (s *Service) ImportCatalog(ctx context.Context, req CatalogImportRequest) (
 		return nil, catalogError(err, c.Name)
 	}
 	s.applyCatalog(c)
+	s.publish(topicCatalog, c.Name)
 	if warnings == nil {
 		warnings = []string{}
 	}
@@ -178,6 +178,7 @@ func (s *Service) SetCatalogEnabled(ctx context.Context, name string, enabled bo
 		return nil, catalogError(err, name)
 	}
 	s.applyCatalog(c)
+	s.publish(topicCatalog, name)
 	info := s.infoOf(c)
 	return &info, nil
 }
@@ -191,6 +192,7 @@ func (s *Service) RemoveCatalog(ctx context.Context, name string) (*CatalogInfo,
 		return nil, catalogError(err, name)
 	}
 	s.dropCatalog(name)
+	s.publish(topicCatalog, name)
 	info := s.infoOf(c)
 	info.Enabled = false
 	return &info, nil

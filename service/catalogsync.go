@@ -1,17 +1,11 @@
 package service
 
 import (
-	"errors"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/catalog"
-	"stepwise.dev/stepwise/library"
 )
 
 // catalogFetchTimeout bounds downloading a document imported from a URL.
@@ -23,7 +17,7 @@ type catalogs struct {
 	// mu serializes changes: a store write and the registry update after
 	// it are one step for the other callers of this service.
 	mu        sync.Mutex
-	store     *catalog.Store
+	store     catalog.Backend
 	rt        catalog.Runtime
 	allowURLs bool
 	// fetch downloads documents imported from URLs (allowURLs), through
@@ -31,14 +25,9 @@ type catalogs struct {
 	fetch *http.Client
 	// actions are the registered action names by catalog.
 	actions map[string][]string
-	// seen are the files' stamps as last synced, to notice edits made by
-	// another process (the CLI next to a server).
-	seen map[string]fileStamp
-}
-
-type fileStamp struct {
-	size    int64
-	modTime time.Time
+	// seen are the catalogs' stamps as last synced, to notice changes
+	// made by another process (the CLI next to a server, a replica).
+	seen map[string]string
 }
 
 // openCatalogs registers the catalogs' operations; they and imports from
@@ -48,39 +37,28 @@ func (s *Service) openCatalogs(opts Options, transport http.RoundTripper) {
 	if client == nil {
 		client = &http.Client{Transport: transport}
 	}
-	s.catalogs = &catalogs{store: catalog.NewStore(filepath.Join(s.Home.Dir, "catalogs")),
+	s.catalogs = &catalogs{store: s.openCatalogStore(),
 		rt: catalog.Runtime{Client: client, LookupEnv: workflowEnv(opts)}, allowURLs: opts.AllowCatalogURLs,
 		fetch:   &http.Client{Timeout: catalogFetchTimeout, Transport: transport},
-		actions: map[string][]string{}, seen: map[string]fileStamp{}}
+		actions: map[string][]string{}, seen: map[string]string{}}
 	s.SyncCatalogs()
 }
 
-// SyncCatalogs brings the registry in step with the catalog files changed
+// SyncCatalogs brings the registry in step with the catalogs changed
 // since the last sync (by another process: this one's changes apply at
-// once). It reports whether anything changed. Unreadable files are logged
-// and their actions unregistered.
+// once). It reports whether anything changed. Unreadable catalogs are
+// logged and their actions unregistered.
 func (s *Service) SyncCatalogs() bool {
 	cs := s.catalogs
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	entries, err := os.ReadDir(cs.store.Dir())
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	stamps, err := cs.store.Stamps()
+	if err != nil {
 		s.log.Warn("catalogs", "error", err)
 		return false
 	}
-	present := map[string]bool{}
 	changed := false
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || library.CheckName(name) != nil {
-			continue
-		}
-		present[name] = true
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		st := fileStamp{size: info.Size(), modTime: info.ModTime()}
+	for name, st := range stamps {
 		if old, ok := cs.seen[name]; ok && old == st {
 			continue
 		}
@@ -95,7 +73,7 @@ func (s *Service) SyncCatalogs() bool {
 		s.applyCatalog(c)
 	}
 	for name := range cs.seen {
-		if !present[name] {
+		if _, ok := stamps[name]; !ok {
 			changed = true
 			delete(cs.seen, name)
 			s.dropCatalog(name)
@@ -132,15 +110,15 @@ func (s *Service) dropCatalog(name string) {
 	s.forgetSummaries()
 }
 
-// stamp records the current stamp of a catalog file this process wrote,
-// so that the next sync does not read it again.
+// stamp records the current stamp of a catalog this process wrote, so
+// that the next sync does not read it again.
 func (s *Service) stamp(name string) {
-	info, err := os.Stat(filepath.Join(s.catalogs.store.Dir(), name+".json"))
-	if err != nil {
+	st := s.catalogs.store.Stamp(name)
+	if st == "" {
 		delete(s.catalogs.seen, name)
 		return
 	}
-	s.catalogs.seen[name] = fileStamp{size: info.Size(), modTime: info.ModTime()}
+	s.catalogs.seen[name] = st
 }
 
 // forgetSummaries drops the cached validation of library workflows: with

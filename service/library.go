@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -78,7 +77,7 @@ type SaveResult struct {
 // carrying the current version and revision.
 func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResult, error) {
 	data := []byte(req.Content)
-	res := s.check(data, s.Home.WorkflowsDir())
+	res := s.check(data, s.checkDir())
 	name := req.Name
 	if wf := res.Workflow; wf != nil && wf.Name != "" {
 		if req.Name != "" && req.Name != wf.Name {
@@ -222,7 +221,7 @@ func (s *Service) DeleteWorkflow(ctx context.Context, name string, draft bool, e
 		return nil, s.libraryError(err, name)
 	}
 	s.libraryChanged(name)
-	return &DeleteResult{Name: name, Draft: draft, Version: f.Version, Revision: f.Revision, KeptIn: filepath.Join(s.Home.Dir, "previous")}, nil
+	return &DeleteResult{Name: name, Draft: draft, Version: f.Version, Revision: f.Revision, KeptIn: s.Library.KeptIn()}, nil
 }
 
 // CheckWorkflowName returns the structured error of an unsafe name, nil
@@ -274,14 +273,27 @@ type libraryWatchers struct {
 }
 
 // OnLibraryChange registers fn, called with the name of every workflow or
-// draft saved, renamed (old and new name) or deleted through the service.
+// draft saved, renamed (old and new name) or deleted through the service
+// — or, on a database replicas share, through any of them ("" when some
+// changes may have been missed: anything may have changed; catalogs
+// changed through another replica are told this way too).
 func (s *Service) OnLibraryChange(fn func(name string)) {
 	s.watchers.mu.Lock()
-	defer s.watchers.mu.Unlock()
 	s.watchers.fns = append(s.watchers.fns, fn)
+	s.watchers.mu.Unlock()
+	s.listen() // changes through other replicas too
 }
 
+// libraryChanged tells this process's watchers and the other replicas'
+// that name changed.
 func (s *Service) libraryChanged(name string) {
+	s.notifyLibrary(name)
+	s.publish(topicLibrary, name)
+}
+
+// notifyLibrary tells this process's watchers that name changed ("":
+// anything may have).
+func (s *Service) notifyLibrary(name string) {
 	s.InvalidateSearch()
 	s.watchers.mu.Lock()
 	fns := append([]func(string){}, s.watchers.fns...)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/home"
@@ -140,20 +138,20 @@ func (s *Service) planSource(req PlanRequest) (data []byte, dir string, draft bo
 	if req.Content != nil {
 		return req.Content, "", false, nil
 	}
-	var p string
+	var loc located
 	if req.Name != "" || home.ValidName(req.Ref) {
-		p, draft, err = s.findRunnable(req.Name + req.Ref)
+		loc, draft, err = s.findRunnable(req.Name + req.Ref)
 	} else {
-		p, err = s.findRef(req.Ref)
+		loc.path, err = s.findRef(req.Ref)
 	}
 	if err != nil {
 		return nil, "", false, err
 	}
-	data, err = os.ReadFile(p)
+	data, err = loc.read()
 	if err != nil {
-		return nil, "", false, fmt.Errorf("read workflow %s: %w", p, err)
+		return nil, "", false, fmt.Errorf("read workflow %s: %w", loc.path, err)
 	}
-	return data, filepath.Dir(p), draft, nil
+	return data, checkDirOf(loc), draft, nil
 }
 
 // TypedInputs merges given values with text values typed by their

@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"stepwise.dev/stepwise/workflow"
@@ -48,26 +46,26 @@ func (s *Service) allCalledWorkflows(wf *workflow.Workflow, dir string) ([]*work
 				complete = false
 				continue
 			}
-			path, err := findSubWorkflow(s.Home, dir, st.Workflow)
+			loc, err := s.findSubWorkflow(dir, st.Workflow)
 			if err != nil {
 				complete = false
 				continue
 			}
-			if seen[path] {
+			if seen[loc.path] {
 				continue
 			}
-			seen[path] = true
-			data, err := os.ReadFile(path)
+			seen[loc.path] = true
+			data, err := loc.read()
 			if err != nil {
 				complete = false
 				continue
 			}
-			sub, err := s.parseIn(data, filepath.Dir(path))
+			sub, err := s.parseIn(data, loc.dir())
 			if err != nil {
 				complete = false
 				continue
 			}
-			walk(sub.Workflow, absDir(path))
+			walk(sub.Workflow, loc.dir())
 		}
 	}
 	walk(wf, dir)

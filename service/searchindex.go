@@ -118,6 +118,9 @@ func racy(dir dirState, listed time.Time) bool {
 }
 
 func (s *Service) libraryDir() dirState {
+	if !s.filesLibrary() {
+		return dirState{} // the database's: its changes invalidate the index
+	}
 	info, err := os.Stat(s.Library.Dir(library.Saved))
 	if err != nil {
 		return dirState{}

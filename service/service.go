@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -37,9 +38,11 @@ type Options struct {
 	// names in store/postgres).
 	Durability string
 	// Database is a PostgreSQL URL (postgres:// or postgresql://) whose
-	// database keeps the runs instead of the home's SQLite file (""). The
-	// home still holds the library, catalogs and key. Errors opening it
-	// name the URL without its password.
+	// database keeps the runs instead of the home's SQLite file (""), and
+	// what replicas share: the library, catalogs, the server key (unless
+	// $STEPWISE_SECRET_KEY) and secret pages, the first process on a new
+	// database importing its home's library, catalogs and key. Errors
+	// opening it name the URL without its password.
 	Database string
 	// TokenTTL is the lifetime of pause tokens (default 24h).
 	TokenTTL time.Duration
@@ -121,8 +124,9 @@ type Service struct {
 	Store   store.Store
 	Engine  *engine.Engine
 	Actions *action.Registry
-	// Library holds the saved workflows and drafts.
-	Library *library.Library
+	// Library holds the saved workflows and drafts: the home's files, or
+	// the database's on PostgreSQL (shared by replicas).
+	Library library.Backend
 	// Workspace is where the shell and file actions work.
 	Workspace *action.Workspace
 	// ShellPolicy is the policy the shell action runs under.
@@ -143,6 +147,13 @@ type Service struct {
 	// stopRetention stops the retention goroutine (nil when none runs).
 	stopRetention func()
 	catalogs      *catalogs
+	// feed carries changes to and from the other processes sharing the
+	// database (nil on SQLite); stopFeed stops listening to it, which
+	// starts with the first watcher (OnLibraryChange).
+	feed       changeFeed
+	feedMu     sync.Mutex
+	stopFeed   func()
+	feedClosed bool
 }
 
 // Open opens the home directory, its database and an engine. It does not
@@ -160,10 +171,6 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := h.Key()
-	if err != nil {
-		return nil, err
-	}
 	wsDir := opts.Workspace
 	if wsDir == "" {
 		wsDir = h.WorkspaceDir()
@@ -176,6 +183,29 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	key, err := serverKey(ctx, h, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	lib, err := openLibrary(h, st, logger)
+	if err != nil {
+		st.Close()
+		return nil, &DatabaseError{err}
+	}
+	var feed changeFeed
+	if pg := shared(st); pg != nil {
+		f, err := pg.Feed(ctx)
+		if err != nil {
+			st.Close()
+			return nil, &DatabaseError{err}
+		}
+		feed = f
+	}
 	// One transport for every connection a workflow asks for, through the
 	// network policy (http.DefaultTransport when it does not restrict).
 	transport := opts.NetworkPolicy.Transport()
@@ -186,9 +216,9 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		InlineEnv: workflowEnv(opts), InlineEnvHint: opts.EnvPolicy.UnsetHint, InlineTransport: transport}))
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
-	svc := &Service{Home: h, Store: st, Actions: actions, Library: library.Open(h, fileVersion), Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
+	svc := &Service{Home: h, Store: st, Actions: actions, Library: lib, Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
 		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, log: opts.Logger,
-		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}}
+		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}, feed: feed}
 	if svc.now == nil {
 		svc.now = time.Now
 	}
@@ -216,6 +246,12 @@ func (s *Service) Close(ctx context.Context) error {
 	if s.stopRetention != nil {
 		s.stopRetention()
 	}
+	s.feedMu.Lock()
+	s.feedClosed = true
+	if s.stopFeed != nil {
+		s.stopFeed()
+	}
+	s.feedMu.Unlock()
 	s.search.close()
 	return errors.Join(s.Engine.Close(ctx), s.Store.Close())
 }
@@ -240,7 +276,7 @@ type Loaded struct {
 // directory too.
 type resolver struct {
 	actions *action.Registry
-	home    *home.Home
+	svc     *Service
 	dir     string
 	// calls, when set, records every sub-workflow name looked up and
 	// whether it was found: what the result depends on besides the file.
@@ -254,49 +290,29 @@ func (r resolver) InputKeys(name string) (keys, required []string, closed, ok bo
 	return r.actions.InputKeys(name)
 }
 func (r resolver) HasWorkflow(name string) (bool, []string) {
-	_, err := findSubWorkflow(r.home, r.dir, name)
+	_, err := r.svc.findSubWorkflow(r.dir, name)
 	if r.calls != nil {
 		r.calls[name] = err == nil
 	}
 	return err == nil, nil
 }
 
-// findSubWorkflow finds a workflow called by name: in the library, or next
-// to the calling file.
-func findSubWorkflow(h *home.Home, dir, name string) (string, error) {
-	if !home.ValidName(name) {
-		return "", fmt.Errorf("%q is not a valid workflow name: %w", name, home.ErrUnsafeName)
-	}
-	if path, err := h.FindWorkflow(name); err == nil {
-		return path, nil
-	}
-	if dir != "" {
-		for _, ext := range []string{".yaml", ".yml", ".json"} {
-			p := filepath.Join(dir, name+ext)
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-				return p, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no workflow named %q in the library%s: %w", name, map[bool]string{true: " or next to the calling file", false: ""}[dir != ""], home.ErrNotFound)
-}
-
 // subWorkflow loads the workflow a `workflow:` step calls: from the
 // library, or from dir, the directory of the calling workflow's file.
 func (s *Service) subWorkflow(_ context.Context, name, dir string) (*engine.WorkflowDef, error) {
-	path, err := findSubWorkflow(s.Home, dir, name)
+	loc, err := s.findSubWorkflow(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := loc.read()
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.parseIn(data, filepath.Dir(path))
+	l, err := s.parseIn(data, loc.dir())
 	if err != nil {
 		return nil, err
 	}
-	return &engine.WorkflowDef{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Dir: absDir(path)}, nil
+	return &engine.WorkflowDef{Workflow: l.Workflow, Version: l.Version, Definition: l.Definition, Dir: loc.dir()}, nil
 }
 
 // LoadWorkflow finds a workflow by path or library name and validates it.
@@ -310,36 +326,40 @@ func (s *Service) LoadWorkflow(ref string) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.loadFile(path)
+	return s.loadFile(located{path: path})
 }
 
 // findDraft returns the file of the draft called name, or a
 // WORKFLOW_NOT_FOUND that says neither the library nor the drafts have
 // it (notFound is the library lookup's error).
-func (s *Service) findDraft(name string, notFound error) (string, error) {
-	p, err := s.Library.Path(library.Draft, name)
+func (s *Service) findDraft(name string, notFound error) (located, error) {
+	loc, err := s.lookupEntry(library.Draft, name)
 	if err != nil {
-		return "", s.libraryError(err, name)
+		return located{}, s.libraryError(err, name)
 	}
-	if p == "" {
+	if loc.path == "" {
 		e := s.workflowNotFound(name, fmt.Sprintf("no workflow %q in the library or in drafts", name), notFound, library.Saved, library.Draft)
 		e.Suggestion = "list the library and its drafts and use a name from them"
-		return "", e
+		return located{}, e
 	}
-	return p, nil
+	return loc, nil
 }
 
-// loadFile reads and validates a workflow file.
-func (s *Service) loadFile(path string) (*Loaded, error) {
-	data, err := os.ReadFile(path)
+// loadFile reads and validates a workflow file or database entry.
+func (s *Service) loadFile(loc located) (*Loaded, error) {
+	data, err := loc.read()
 	if err != nil {
-		return nil, fmt.Errorf("read workflow %s: %w", path, err)
+		return nil, fmt.Errorf("read workflow %s: %w", loc.path, err)
 	}
-	l, err := s.parseIn(data, filepath.Dir(path))
+	dir := ""
+	if !loc.inDB {
+		dir = filepath.Dir(loc.path)
+	}
+	l, err := s.parseIn(data, dir)
 	if err != nil {
 		return nil, err
 	}
-	l.Path = path
+	l.Path = loc.loadPath()
 	return l, nil
 }
 
@@ -363,7 +383,7 @@ func (s *Service) findRef(ref string) (string, error) {
 func (s *Service) Parse(data []byte) (*Loaded, error) { return s.parseIn(data, "") }
 
 func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
-	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir}})
+	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, svc: s, dir: dir}})
 	if !res.Valid() {
 		what := "the workflow is invalid"
 		if res.Workflow != nil && res.Workflow.Name != "" {

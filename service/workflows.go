@@ -134,6 +134,8 @@ var maxSummaries = 10000 // a variable for tests
 type cachedSummary struct {
 	size    int64
 	modTime time.Time
+	// stamp is a database entry's revision (files: "").
+	stamp   string
 	summary WorkflowSummary
 	// calls maps each sub-workflow name the check looked up to whether
 	// it was found; actions is the registry's generation it checked with.
@@ -161,7 +163,7 @@ func (s *Service) found(names listedNames, name, dir string) bool {
 	if !home.ValidName(name) {
 		return false
 	}
-	for _, d := range []string{s.Home.WorkflowsDir(), dir} {
+	for _, d := range []string{s.Library.Dir(library.Saved), dir} {
 		listed, ok := names[filepath.Clean(d)]
 		if !ok {
 			break
@@ -177,7 +179,7 @@ func (s *Service) found(names listedNames, name, dir string) bool {
 			return false
 		}
 	}
-	_, err := findSubWorkflow(s.Home, dir, name)
+	_, err := s.findSubWorkflow(dir, name)
 	return err == nil
 }
 
@@ -233,14 +235,14 @@ func (s *Service) listLibrary(ctx context.Context, o ListOptions) ([]WorkflowSum
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
 			}
-			p := e.Path
-			if p == "" {
-				var err error
-				if p, err = s.Library.Path(kind, e.Name); err != nil || p == "" {
+			if e.Path == "" {
+				loc, err := s.lookupEntry(kind, e.Name)
+				if err != nil || loc.path == "" {
 					continue // an unsafe symlink or a file that vanished: not listed
 				}
+				e.Path = loc.path
 			}
-			sum, fresh, err := s.summarize(p, e.Name, names)
+			sum, fresh, err := s.summarize(kind, e, names)
 			if err != nil {
 				continue
 			}
@@ -281,13 +283,21 @@ func matches(pattern string, w WorkflowSummary) bool {
 		strings.Contains(strings.ToLower(w.Description), p)
 }
 
-// summarize returns a library file's summary from the cache, or parses
-// it (parsed is then true) when it is new, its size or time changed, or
-// what its validity depends on changed (names: what the listing found).
-func (s *Service) summarize(p, name string, names listedNames) (sum WorkflowSummary, parsed bool, err error) {
-	info, err := os.Stat(p)
-	if err != nil {
-		return WorkflowSummary{}, false, err
+// summarize returns a library entry's summary from the cache, or parses
+// it (parsed is then true) when it is new, its size or time changed (its
+// stamp, in the database), or what its validity depends on changed
+// (names: what the listing found). e.Path is set.
+func (s *Service) summarize(kind library.Kind, e library.Entry, names listedNames) (sum WorkflowSummary, parsed bool, err error) {
+	p, name := e.Path, e.Name
+	var size int64
+	var modTime time.Time
+	dir := ""
+	if e.Stamp == "" { // a file
+		info, err := os.Stat(p)
+		if err != nil {
+			return WorkflowSummary{}, false, err
+		}
+		size, modTime, dir = info.Size(), info.ModTime(), filepath.Dir(p)
 	}
 	s.summaries.mu.Lock()
 	if s.summaries.entries == nil {
@@ -295,21 +305,29 @@ func (s *Service) summarize(p, name string, names listedNames) (sum WorkflowSumm
 	}
 	c, ok := s.summaries.entries.Get(p)
 	s.summaries.mu.Unlock()
-	dir := filepath.Dir(p)
-	if ok && c.size == info.Size() && c.modTime.Equal(info.ModTime()) && s.stillHolds(c, names, dir) {
+	if ok && c.size == size && c.modTime.Equal(modTime) && c.stamp == e.Stamp && s.stillHolds(c, names, dir) {
 		return c.summary, false, nil
 	}
-	data, err := os.ReadFile(p)
+	var data []byte
+	stamp := e.Stamp
+	if stamp == "" {
+		data, err = os.ReadFile(p)
+	} else {
+		var f *library.File
+		if f, err = s.Library.Get(kind, name); err == nil {
+			data, stamp = f.Content, f.Revision
+		}
+	}
 	if err != nil {
 		return WorkflowSummary{}, false, err
 	}
 	actions := s.Actions.Generation()
 	calls := map[string]bool{}
-	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir, calls: calls}})
+	res := workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, svc: s, dir: dir, calls: calls}})
 	sum = summaryOf(res, name, p, data)
 	sum.calls = slices.Sorted(maps.Keys(calls))
 	s.summaries.mu.Lock()
-	s.summaries.entries.Add(p, cachedSummary{size: info.Size(), modTime: info.ModTime(), summary: sum, calls: calls, actions: actions})
+	s.summaries.entries.Add(p, cachedSummary{size: size, modTime: modTime, stamp: stamp, summary: sum, calls: calls, actions: actions})
 	s.summaries.gen++
 	s.summaries.mu.Unlock()
 	return sum, true, nil
@@ -330,7 +348,7 @@ func (s *Service) stillHolds(c cachedSummary, names listedNames, dir string) boo
 }
 
 func (s *Service) check(data []byte, dir string) *workflow.Result {
-	return workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, home: s.Home, dir: dir}})
+	return workflow.Check(data, workflow.Options{Resolver: resolver{actions: s.Actions, svc: s, dir: dir}})
 }
 
 func summaryOf(res *workflow.Result, name, p string, data []byte) WorkflowSummary {
@@ -373,19 +391,19 @@ func (s *Service) GetLibraryEntry(ctx context.Context, name string, draft bool) 
 	if draft {
 		kind = library.Draft
 	}
-	p, err := s.Library.Path(kind, name)
-	if err == nil && p == "" {
+	loc, err := s.lookupEntry(kind, name)
+	if err == nil && loc.path == "" {
 		err = fmt.Errorf("%w: no %s %q", library.ErrNotFound, kind, name)
 	}
 	if err != nil {
 		return nil, s.libraryError(err, name)
 	}
-	data, err := os.ReadFile(p)
+	data, err := loc.read()
 	if err != nil {
 		return nil, fmt.Errorf("read workflow %q: %w", name, err)
 	}
-	res := s.check(data, filepath.Dir(p))
-	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, p, data), Content: string(data), Violations: res.Violations, Warnings: res.Warnings}
+	res := s.check(data, checkDirOf(loc))
+	d := &WorkflowDetail{WorkflowSummary: summaryOf(res, name, loc.path, data), Content: string(data), Violations: res.Violations, Warnings: res.Warnings}
 	d.Draft = draft
 	if res.Source != nil {
 		if canon, err := workflow.Canonical(res.Source.Value); err == nil {
@@ -423,21 +441,33 @@ func workflowName(res *workflow.Result, fallback string) string {
 
 // findLibrary resolves a library name only (no file paths: surfaces that
 // reach a server must not name arbitrary files).
-func (s *Service) findLibrary(name string) (string, error) {
+func (s *Service) findLibrary(name string) (located, error) {
 	if !home.ValidName(name) {
-		return "", &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name,
+		return located{}, &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name,
 			Message:    fmt.Sprintf("%q is not a workflow name: names match ^[a-z0-9][a-z0-9_-]{0,63}$ (no paths)", name),
 			Suggestion: "list the library and use a name from it"}
 	}
-	p, err := s.Home.FindWorkflow(name)
+	loc, err := s.lookupLibrary(name)
 	if err != nil {
 		if errors.Is(err, home.ErrUnsafeName) {
-			return "", &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name, Message: err.Error(), Err: err,
+			return located{}, &engine.Error{Code: CodeUnsafeName, Category: CategorySecurity, Name: name, Message: err.Error(), Err: err,
 				Suggestion: "list the library and use a name from it"}
 		}
-		return "", s.workflowNotFound(name, "", err)
+		if !s.filesLibrary() && !errors.Is(err, home.ErrNotFound) {
+			return located{}, err // the database did not answer
+		}
+		return located{}, s.workflowNotFound(name, "", err)
 	}
-	return p, nil
+	return loc, nil
+}
+
+// checkDirOf is the directory a library entry is checked in: its file's
+// (as found), none for a database entry.
+func checkDirOf(loc located) string {
+	if loc.inDB {
+		return ""
+	}
+	return filepath.Dir(loc.path)
 }
 
 // LoadLibraryWorkflow loads and validates a saved workflow of the library
@@ -468,7 +498,7 @@ func (s *Service) LoadRunnable(name string) (*Loaded, error) {
 
 // findRunnable is findLibrary falling back to the drafts: draft reports
 // that the file is a draft.
-func (s *Service) findRunnable(name string) (p string, draft bool, err error) {
+func (s *Service) findRunnable(name string) (p located, draft bool, err error) {
 	p, err = s.findLibrary(name)
 	var ee *engine.Error
 	if errors.As(err, &ee) && ee.Code == CodeNotFound {
@@ -499,15 +529,15 @@ func (s *Service) ValidateContent(data []byte) Validation {
 
 // ValidateLibrary validates a library workflow by name.
 func (s *Service) ValidateLibrary(name string) (Validation, error) {
-	p, err := s.findLibrary(name)
+	loc, err := s.findLibrary(name)
 	if err != nil {
 		return Validation{}, err
 	}
-	data, err := os.ReadFile(p)
+	data, err := loc.read()
 	if err != nil {
 		return Validation{}, fmt.Errorf("read workflow %q: %w", name, err)
 	}
-	return validationOf(s.check(data, filepath.Dir(p))), nil
+	return validationOf(s.check(data, checkDirOf(loc))), nil
 }
 
 func validationOf(res *workflow.Result) Validation {

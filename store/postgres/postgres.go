@@ -1,6 +1,10 @@
 // Package postgres is the PostgreSQL backend of the store, on pgx/v5 and
 // its connection pool: the same Store as store/sqlite, passing the same
-// conformance suite (store/storetest). Writes go through a group commit
+// conformance suite (store/storetest). It also keeps what the replicas on
+// one database share besides runs — the workflow library (library.go,
+// passing library/librarytest), the server key (keys.go), catalog
+// documents (catalogs.go), the one-time secret pages (secretpages.go) —
+// and carries their changes between them (feed.go: LISTEN/NOTIFY). Writes go through a group commit
 // (group.go) as SQLite's do, so that the commits of concurrent runs share
 // one transaction; reads go to the pool. The schema is applied by embedded
 // migrations (migrate.go) under an advisory lock.
