@@ -6,6 +6,10 @@
 //	go run . -db … -shape concurrent -runs 64 -steps 100
 //	go run . -db … -shape effect -steps 10 -repeat 200 -file /tmp/effects
 //	go run . -db … -shape continue -repeat 300
+//	go run . -db … -shape none        start, one warm-up workflow, stop
+//
+// With -file, the steps of serial and concurrent append to the file, as
+// effect's do.
 //
 // It is its own module so that stepwise's does not depend on DBOS.
 package main
@@ -45,8 +49,12 @@ type input struct {
 // tiny is the body of a serial or concurrent step: it does nothing.
 func tiny(context.Context) (int, error) { return 1, nil }
 
-// steps is a workflow of in.Steps steps with tiny bodies.
+// steps is a workflow of in.Steps steps with tiny bodies, or of effects
+// when in.File is set.
 func steps(ctx dbos.Context, in input) (int, error) {
+	if in.File != "" {
+		return effects(ctx, in)
+	}
 	sum := 0
 	for range in.Steps {
 		v, err := dbos.RunAsStep(ctx, tiny, dbos.WithStepName("tiny"))
@@ -108,11 +116,11 @@ func main() {
 	var db, shape, file string
 	var runs, n, repeat int
 	flag.StringVar(&db, "db", "", "PostgreSQL URL of DBOS's system database")
-	flag.StringVar(&shape, "shape", "serial", "serial, concurrent, effect or continue")
+	flag.StringVar(&shape, "shape", "serial", "serial, concurrent, effect, continue or none")
 	flag.IntVar(&runs, "runs", 64, "concurrent workflows (concurrent)")
 	flag.IntVar(&n, "steps", 1000, "steps per workflow")
 	flag.IntVar(&repeat, "repeat", 200, "workflows timed one after another (effect), answers timed (continue)")
-	flag.StringVar(&file, "file", "", "the file effect steps append to")
+	flag.StringVar(&file, "file", "", "the file effect steps append to (serial and concurrent: steps are effects)")
 	flag.Parse()
 	if err := run(db, shape, file, runs, n, repeat); err != nil {
 		fmt.Fprintln(os.Stderr, "dbos peer:", err)
@@ -151,7 +159,7 @@ func run(db, shape, file string, runs, n, repeat int) error {
 	switch shape {
 	case "serial":
 		t0 := time.Now()
-		if err := once(ctx, steps, input{Steps: n}); err != nil {
+		if err := once(ctx, steps, input{Steps: n, File: file}); err != nil {
 			return err
 		}
 		res.Seconds = time.Since(t0).Seconds()
@@ -161,7 +169,7 @@ func run(db, shape, file string, runs, n, repeat int) error {
 		errs := make(chan error, runs)
 		var wg sync.WaitGroup
 		for range runs {
-			wg.Go(func() { errs <- once(ctx, steps, input{Steps: n}) })
+			wg.Go(func() { errs <- once(ctx, steps, input{Steps: n, File: file}) })
 		}
 		wg.Wait()
 		close(errs)
@@ -194,10 +202,14 @@ func run(db, shape, file string, runs, n, repeat int) error {
 		}
 		res.Runs, res.Steps, res.Seconds = 1, repeat, elapsed.Seconds()
 		res.P50Ms, res.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+	case "none":
+		res.Runs, res.Steps = 0, 0
 	default:
 		return fmt.Errorf("unknown shape %q", shape)
 	}
-	res.StepsPerS = float64(res.Runs*res.Steps) / res.Seconds
+	if res.Seconds > 0 {
+		res.StepsPerS = float64(res.Runs*res.Steps) / res.Seconds
+	}
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// peerDBOS is the -peer value that measures the PostgreSQL figures beside
+// DBOS Transact.
+const peerDBOS = "dbos"
+
+// measurePG measures stepwise on PostgreSQL beside DBOS Transact for Go
+// (bench/peer/dbos) doing the same shapes on the same server, each shape
+// by stepwise and right after by DBOS, every measurement on a fresh
+// database of its own. Without a server (STEPWISE_TEST_DATABASE_URL) the
+// section is skipped with a message; without the peer (no Go module
+// proxy) the stepwise figures are measured and their ratios say why not.
+func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes) {
+	if !r.selected(pgNames...) {
+		return
+	}
+	raw := postgresURL()
+	if raw == "" {
+		fmt.Fprintf(r.progress, "bench: PostgreSQL figures skipped: %s is not set (a server where the bench may create databases)\n", envPostgres)
+		return
+	}
+	srv := pgServer{raw: raw}
+	if err := srv.exec(ctx, `SELECT 1`); err != nil {
+		fmt.Fprintf(r.progress, "bench: PostgreSQL figures skipped: %v\n", err)
+		return
+	}
+	var peer *dbosRunner
+	unavailable := ""
+	r.timed("DBOS peer (go build bench/peer/dbos, its database)", func() error {
+		p := buildDBOSPeer(ctx, root, tmp)
+		if !p.Available() {
+			unavailable = "DBOS peer unavailable"
+			fmt.Fprintf(r.progress, " unavailable: %s;", p.reason)
+			return nil
+		}
+		var err error
+		if peer, err = newDBOSRunner(ctx, p, srv, tmp); err != nil {
+			unavailable = "DBOS peer failed"
+			fmt.Fprintf(r.progress, " failed: %v;", err)
+		}
+		return nil
+	})
+	if peer != nil {
+		defer peer.close()
+	}
+	// dbos runs a shape of the peer, or says why it did not.
+	dbos := func(f *Figure, shape func() (PeerResult, error)) (PeerResult, bool) {
+		if peer == nil {
+			f.unavailable = unavailable
+			return PeerResult{}, false
+		}
+		res, err := shape()
+		if err != nil {
+			f.unavailable = "DBOS peer failed"
+			f.detail += "; DBOS: " + err.Error()
+			return res, false
+		}
+		return res, true
+	}
+	perStep := func(c int64, steps int) float64 { return float64(c) / float64(steps) }
+
+	r.one("pg_steps_serial", func() (Figure, error) {
+		f := Figure{Unit: "steps/s", target: ratioAtLeast(1.5, "≥ 1.5× DBOS")}
+		rate, c, err := pgSteps(ctx, srv, tmp, noopSteps, 1, sz.Serial)
+		if err != nil {
+			return f, err
+		}
+		f.Value = rate
+		f.detail = fmt.Sprintf("1 run × %d no-op steps; %s", sz.Serial, c.String(sz.Serial))
+		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.serial(ctx, sz.Serial, false) }); ok {
+			f.compare("DBOS steps/s", d.StepsPerS)
+			f.detail += fmt.Sprintf("; DBOS: 1 workflow × %d RunAsStep, %.3f commits/step", sz.Serial, perStep(d.Commits, sz.Serial))
+		}
+		return f, nil
+	})
+	steps := sz.Runs * sz.Steps
+	r.one("pg_steps_concurrent", func() (Figure, error) {
+		f := Figure{Unit: "steps/s", target: ratioAtLeast(3, "≥ 3× DBOS")}
+		rate, c, err := pgSteps(ctx, srv, tmp, noopSteps, sz.Runs, sz.Steps)
+		if err != nil {
+			return f, err
+		}
+		f.Value = rate
+		f.detail = fmt.Sprintf("%d runs × %d no-op steps at once; %s", sz.Runs, sz.Steps, c.String(steps))
+		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.concurrent(ctx, sz.Runs, sz.Steps, false) }); ok {
+			f.compare("DBOS steps/s", d.StepsPerS)
+			f.detail += fmt.Sprintf("; DBOS: %.3f commits/step", perStep(d.Commits, steps))
+		}
+		return f, nil
+	})
+	r.two("pg_effect_10step_p50_ms", "pg_effect_10step_p99_ms", func() (Figure, Figure, error) {
+		p50 := Figure{Unit: "ms", target: ratioAtMost(0.5, "p50 ≤ 0.5× DBOS")}
+		p99 := Figure{Unit: "ms"}
+		lat, c, err := pgEffectRuns(ctx, srv, tmp, sz.Effects)
+		if err != nil {
+			return p50, p99, err
+		}
+		p50.Value, p99.Value = ms(lat.Percentile(50)), ms(lat.Percentile(99))
+		p50.detail = fmt.Sprintf("%d runs of 10 steps appending to a file, one after another, start to end; %s", sz.Effects, c.String(10*sz.Effects))
+		if d, ok := dbos(&p50, func() (PeerResult, error) { return peer.effects(ctx, sz.Effects) }); ok {
+			p50.compare("DBOS p50 ms", d.P50Ms)
+			p99.compare("DBOS p99 ms", d.P99Ms)
+			p50.detail += fmt.Sprintf("; DBOS: %.3f commits/step", perStep(d.Commits, 10*sz.Effects))
+		} else {
+			p99.unavailable = p50.unavailable
+		}
+		p99.detail = p50.detail
+		return p50, p99, nil
+	})
+	r.one("pg_effect_commits_serial", func() (Figure, error) {
+		f := Figure{Unit: "commits/step", target: valueAtMost(1, "≤ 1")}
+		rate, c, err := pgSteps(ctx, srv, tmp, appendSteps, 1, sz.Serial)
+		if err != nil {
+			return f, err
+		}
+		f.Value = perStep(c.Server, sz.Serial)
+		f.detail = fmt.Sprintf("1 run × %d steps appending to a file, %.0f steps/s; %s", sz.Serial, rate, c.String(sz.Serial))
+		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.serial(ctx, sz.Serial, true) }); ok {
+			f.compare("DBOS commits/step", perStep(d.Commits, sz.Serial))
+			f.detail += fmt.Sprintf("; DBOS: %.0f steps/s", d.StepsPerS)
+		}
+		f.unavailable = "" // the target is not a ratio
+		return f, nil
+	})
+	r.one("pg_effect_commits_concurrent", func() (Figure, error) {
+		f := Figure{Unit: "commits/step", target: valueAtMost(0.1, "≤ 0.1")}
+		rate, c, err := pgSteps(ctx, srv, tmp, appendSteps, sz.Runs, sz.Steps)
+		if err != nil {
+			return f, err
+		}
+		f.Value = perStep(c.Server, steps)
+		f.detail = fmt.Sprintf("%d runs × %d steps appending to a file at once, %.0f steps/s; %s", sz.Runs, sz.Steps, rate, c.String(steps))
+		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.concurrent(ctx, sz.Runs, sz.Steps, true) }); ok {
+			f.compare("DBOS commits/step", perStep(d.Commits, steps))
+			f.detail += fmt.Sprintf("; DBOS: %.0f steps/s", d.StepsPerS)
+		}
+		f.unavailable = ""
+		return f, nil
+	})
+	r.two("pg_continue_p50_ms", "pg_continue_p99_ms", func() (Figure, Figure, error) {
+		p50, p99 := Figure{Unit: "ms"}, Figure{Unit: "ms"}
+		lat, c, err := pgContinues(ctx, srv, tmp, sz.Continues)
+		if err != nil {
+			return p50, p99, err
+		}
+		p50.Value, p99.Value = ms(lat.Percentile(50)), ms(lat.Percentile(99))
+		p50.detail = fmt.Sprintf("%d answers to ask-loop runs in this process (run_continue behind the MCP surface: the answer, then the view of the next pause); %s", len(lat), c.String(len(lat)))
+		if d, ok := dbos(&p50, func() (PeerResult, error) { return peer.continues(ctx, sz.Continues) }); ok {
+			p50.compare("DBOS p50 ms", d.P50Ms)
+			p99.compare("DBOS p99 ms", d.P99Ms)
+			p50.detail += fmt.Sprintf("; DBOS: a workflow that Recv()s the answer and SetEvent()s the next question, answered by Send() and GetEvent() in the same process, %.3f commits/answer", perStep(d.Commits, sz.Continues))
+		} else {
+			p99.unavailable = p50.unavailable
+		}
+		p99.detail = p50.detail
+		return p50, p99, nil
+	})
+	r.two("pg_continue_stdio_p50_ms", "pg_continue_stdio_p99_ms", func() (Figure, Figure, error) {
+		p50, p99 := Figure{Unit: "ms"}, Figure{Unit: "ms"}
+		lat, err := pgContinueStdio(ctx, srv, bin, tmp, sz.Continues)
+		if err != nil {
+			return p50, p99, err
+		}
+		p50.Value, p99.Value = ms(lat.Percentile(50)), ms(lat.Percentile(99))
+		p50.detail = fmt.Sprintf("%d sequential run_continue over stdio to the built server (--database, --durability full); DBOS has no such surface", len(lat))
+		p99.detail = p50.detail
+		return p50, p99, nil
+	})
+	r.one("pg_replicas_3", func() (Figure, error) {
+		f := Figure{Unit: "steps/s", target: ratioAtLeast(0.8, "≥ 80% of 1 replica")}
+		one, many, err := pgReplicas(ctx, srv, tmp, 3, sz.Runs, sz.Steps)
+		if err != nil {
+			return f, err
+		}
+		f.Value = many
+		f.compare("1 replica steps/s", one)
+		f.detail = fmt.Sprintf("%d runs × %d no-op steps shared by 3 replica processes on one database (each drives the runs it starts) vs all in 1 replica process; rounds 1, 3, 3, 1, means; the replicas and the server share this machine's cores", sz.Runs, sz.Steps)
+		return f, nil
+	})
+}
