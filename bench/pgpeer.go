@@ -47,13 +47,14 @@ func buildDBOSPeer(ctx context.Context, root, dir string) *DBOSPeer {
 
 // PeerResult is what the peer prints for one shape.
 type PeerResult struct {
-	Shape     string  `json:"shape"`
-	Runs      int     `json:"runs"`
-	Steps     int     `json:"steps"`
-	Seconds   float64 `json:"seconds"`
-	StepsPerS float64 `json:"steps_per_s"`
-	P50Ms     float64 `json:"p50_ms"`
-	P99Ms     float64 `json:"p99_ms"`
+	Shape     string    `json:"shape"`
+	Runs      int       `json:"runs"`
+	Steps     int       `json:"steps"`
+	Seconds   float64   `json:"seconds"`
+	StepsPerS float64   `json:"steps_per_s"`
+	P50Ms     float64   `json:"p50_ms"`
+	P99Ms     float64   `json:"p99_ms"`
+	LatMs     []float64 `json:"lat_ms"`
 	// Commits is PostgreSQL's count of transactions committed in the
 	// peer's database while the shape ran (see pgServer.commits), less
 	// what starting and stopping DBOS costs.
@@ -85,6 +86,15 @@ func (p *DBOSPeer) run(ctx context.Context, srv pgServer, name, db string, overh
 	}
 	res.Commits = c1 - c0 - overhead
 	return res, nil
+}
+
+// latencies are the peer's latencies.
+func (r PeerResult) latencies() Latencies {
+	lat := make(Latencies, len(r.LatMs))
+	for i, v := range r.LatMs {
+		lat[i] = time.Duration(v * float64(time.Millisecond))
+	}
+	return lat
 }
 
 // pgServer is the PostgreSQL server of the figures, reached through the

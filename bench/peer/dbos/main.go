@@ -39,6 +39,8 @@ type Result struct {
 	// P50Ms and P99Ms are the latencies of whole workflows (effect).
 	P50Ms float64 `json:"p50_ms,omitempty"`
 	P99Ms float64 `json:"p99_ms,omitempty"`
+	// LatMs are the latencies themselves, for a caller that merges rounds.
+	LatMs []float64 `json:"lat_ms,omitempty"`
 }
 
 type input struct {
@@ -194,14 +196,14 @@ func run(db, shape, file string, runs, n, repeat int) error {
 			lat = append(lat, time.Since(s))
 		}
 		res.Seconds = time.Since(t0).Seconds()
-		res.P50Ms, res.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+		res.setLatencies(lat)
 	case "continue":
 		lat, elapsed, err := continues(ctx, repeat)
 		if err != nil {
 			return err
 		}
 		res.Runs, res.Steps, res.Seconds = 1, repeat, elapsed.Seconds()
-		res.P50Ms, res.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+		res.setLatencies(lat)
 	case "none":
 		res.Runs, res.Steps = 0, 0
 	default:
@@ -249,6 +251,14 @@ func continues(ctx dbos.Context, n int) ([]time.Duration, time.Duration, error) 
 		}
 	}
 	return lat, elapsed, nil
+}
+
+// setLatencies sets the latency fields of r from lat.
+func (r *Result) setLatencies(lat []time.Duration) {
+	r.P50Ms, r.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+	for _, d := range lat {
+		r.LatMs = append(r.LatMs, ms(d))
+	}
 }
 
 // once runs one workflow of fn and waits for its result.
