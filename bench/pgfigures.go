@@ -85,6 +85,7 @@ func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes
 				return nil, c, nil, 0, false, err
 			}
 			my, c.Server, c.Store = append(my, lat...), c.Server+ci.Server, c.Store+ci.Store
+			c.CPU, c.ServerCPU = c.CPU+ci.CPU, c.ServerCPU+ci.ServerCPU
 			if !ok {
 				continue
 			}
@@ -106,7 +107,7 @@ func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes
 		f.detail = fmt.Sprintf("1 run × %d no-op steps; %s", sz.Serial, c.String(sz.Serial))
 		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.serial(ctx, sz.Serial, false) }); ok {
 			f.compare("DBOS steps/s", d.StepsPerS)
-			f.detail += fmt.Sprintf("; DBOS: 1 workflow × %d RunAsStep, %.3f commits/step", sz.Serial, perStep(d.Commits, sz.Serial))
+			f.detail += fmt.Sprintf("; DBOS: 1 workflow × %d RunAsStep, %.3f commits/step, %s", sz.Serial, perStep(d.Commits, sz.Serial), d.cpu(sz.Serial))
 		}
 		return f, nil
 	})
@@ -121,7 +122,7 @@ func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes
 		f.detail = fmt.Sprintf("%d runs × %d no-op steps at once; %s", sz.Runs, sz.Steps, c.String(steps))
 		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.concurrent(ctx, sz.Runs, sz.Steps, false) }); ok {
 			f.compare("DBOS steps/s", d.StepsPerS)
-			f.detail += fmt.Sprintf("; DBOS: %.3f commits/step", perStep(d.Commits, steps))
+			f.detail += fmt.Sprintf("; DBOS: %.3f commits/step, %s", perStep(d.Commits, steps), d.cpu(steps))
 		}
 		return f, nil
 	})
@@ -161,7 +162,7 @@ func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes
 			if d, ok := dbos(&rf, func() (PeerResult, error) { return peer.concurrent(ctx, runs, n, true) }); ok {
 				rf.compare("DBOS steps/s", d.StepsPerS)
 				cf.compare("DBOS commits/step", perStep(d.Commits, runs*n))
-				rf.detail += fmt.Sprintf("; DBOS: %.3f commits/step", perStep(d.Commits, runs*n))
+				rf.detail += fmt.Sprintf("; DBOS: %.3f commits/step, %s", perStep(d.Commits, runs*n), d.cpu(runs*n))
 			}
 			cf.detail = rf.detail
 			return rf, cf, nil

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,10 @@ type PeerResult struct {
 	P50Ms     float64   `json:"p50_ms"`
 	P99Ms     float64   `json:"p99_ms"`
 	LatMs     []float64 `json:"lat_ms"`
+	// CPUS and ServerCPUS are the CPU seconds of the peer's process and
+	// of the server's processes connected to its database over the shape.
+	CPUS       float64 `json:"cpu_s"`
+	ServerCPUS float64 `json:"server_cpu_s"`
 	// Commits is PostgreSQL's count of transactions committed in the
 	// peer's database while the shape ran (see pgServer.commits), less
 	// what starting and stopping DBOS costs.
@@ -86,6 +91,11 @@ func (p *DBOSPeer) run(ctx context.Context, srv pgServer, name, db string, overh
 	}
 	res.Commits = c1 - c0 - overhead
 	return res, nil
+}
+
+// cpu says the CPU time per step of the peer and of the server for it.
+func (r PeerResult) cpu(steps int) string {
+	return fmt.Sprintf("CPU per step: its process %.0f µs, the server's processes %.0f µs", 1e6*r.CPUS/float64(steps), 1e6*r.ServerCPUS/float64(steps))
 }
 
 // latencies are the peer's latencies.
@@ -235,4 +245,60 @@ func (d *dbosRunner) continues(ctx context.Context, n int) (PeerResult, error) {
 func (d *dbosRunner) close() {
 	d.drop()
 	_ = os.Remove(d.file)
+}
+
+// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// backendCPU is the CPU time (user and system) of each server process
+// connected to the database name, by pid, read from /proc: the server
+// runs on this machine in the figures (the time is zero for a process
+// /proc does not show).
+func (s pgServer) backendCPU(ctx context.Context, name string) (map[int]time.Duration, error) {
+	conn, err := pgx.Connect(ctx, s.raw)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = $1`, name)
+	if err != nil {
+		return nil, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	cpu := map[int]time.Duration{}
+	for _, pid := range pids {
+		cpu[int(pid)] = procCPU(int(pid))
+	}
+	return cpu, nil
+}
+
+// procCPU is a process's CPU time from /proc/PID/stat (0 if unreadable).
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command may hold spaces: the fields after it start past ')'.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * clockTick
+}
+
+// serverCPU is the CPU time the database's server processes spent between
+// two readings of backendCPU (a process that appeared in between counts
+// whole).
+func serverCPU(before, after map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, t := range after {
+		d += t - before[pid]
+	}
+	return d
 }

@@ -56,12 +56,15 @@ type pgCount struct {
 	Server int64
 	// Store is the store's own count of its write transactions.
 	Store int64
+	// CPU is this process's CPU time over the measurement, Server that of
+	// the server processes connected to the database.
+	CPU, ServerCPU time.Duration
 }
 
 // perStep is the two counts per step, for the table's details.
 func (c pgCount) String(steps int) string {
-	return fmt.Sprintf("PostgreSQL counted %d commits in the database (%.3f/step, reads included), the store %d write transactions (%.3f/step)",
-		c.Server, float64(c.Server)/float64(steps), c.Store, float64(c.Store)/float64(steps))
+	return fmt.Sprintf("PostgreSQL counted %d commits in the database (%.3f/step, reads included), the store %d write transactions (%.3f/step); CPU per step: this process %.0f µs, the server's processes %.0f µs",
+		c.Server, float64(c.Server)/float64(steps), c.Store, float64(c.Store)/float64(steps), perStepUS(c.CPU, steps), perStepUS(c.ServerCPU, steps))
 }
 
 // pgMeasure runs fn on a service opened on a fresh database of srv and
@@ -89,8 +92,14 @@ func pgMeasure(ctx context.Context, srv pgServer, dir string, fn func(svc *servi
 		}
 		if fn != nil {
 			s0 := svc.Store.(*postgres.Store).Stats().Commits
+			b0, berr := srv.backendCPU(ctx, name)
+			cpu0 := cpuTime()
 			err = fn(svc)
+			c.CPU = cpuTime() - cpu0
 			c.Store = svc.Store.(*postgres.Store).Stats().Commits - s0
+			if b1, berr1 := srv.backendCPU(ctx, name); berr == nil && berr1 == nil {
+				c.ServerCPU = serverCPU(b0, b1)
+			}
 		}
 		if cerr := svc.Close(ctx); err == nil {
 			err = cerr

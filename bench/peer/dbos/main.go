@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -23,10 +24,14 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	"github.com/jackc/pgx/v5"
 )
 
 // Result is what the program prints.
@@ -41,6 +46,11 @@ type Result struct {
 	P99Ms float64 `json:"p99_ms,omitempty"`
 	// LatMs are the latencies themselves, for a caller that merges rounds.
 	LatMs []float64 `json:"lat_ms,omitempty"`
+	// CPUS is this process's CPU time over the shape, ServerCPUS that of
+	// the server processes connected to its database (read from /proc:
+	// the server runs on this machine), in seconds.
+	CPUS       float64 `json:"cpu_s"`
+	ServerCPUS float64 `json:"server_cpu_s"`
 }
 
 type input struct {
@@ -158,6 +168,8 @@ func run(db, shape, file string, runs, n, repeat int) error {
 		return err
 	}
 	res := Result{Shape: shape, Runs: 1, Steps: n}
+	b0, berr := backendCPU(db)
+	cpu0 := cpuTime()
 	switch shape {
 	case "serial":
 		t0 := time.Now()
@@ -208,6 +220,12 @@ func run(db, shape, file string, runs, n, repeat int) error {
 		res.Runs, res.Steps = 0, 0
 	default:
 		return fmt.Errorf("unknown shape %q", shape)
+	}
+	res.CPUS = (cpuTime() - cpu0).Seconds()
+	if b1, berr1 := backendCPU(db); berr == nil && berr1 == nil {
+		for pid, t := range b1 {
+			res.ServerCPUS += (t - b0[pid]).Seconds()
+		}
 	}
 	if res.Seconds > 0 {
 		res.StepsPerS = float64(res.Runs*res.Steps) / res.Seconds
@@ -281,6 +299,54 @@ func percentile(l []time.Duration, p float64) time.Duration {
 	slices.Sort(s)
 	rank := int(p/100*float64(len(s))+0.999999) - 1
 	return s[min(max(rank, 0), len(s)-1)]
+}
+
+// backendCPU is the CPU time of each server process connected to the
+// database of db (this one's own connection left out), by pid.
+func backendCPU(db string) (map[int32]time.Duration, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return nil, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	cpu := map[int32]time.Duration{}
+	for _, pid := range pids {
+		cpu[pid] = procCPU(pid)
+	}
+	return cpu, nil
+}
+
+// procCPU is a process's CPU time from /proc/PID/stat (0 if unreadable).
+func procCPU(pid int32) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ
+}
+
+// cpuTime is this process's CPU time (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
