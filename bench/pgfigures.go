@@ -9,9 +9,12 @@ import (
 // DBOS Transact.
 const peerDBOS = "dbos"
 
-// latencyRounds is how many rounds of each side a latency figure
-// alternates.
-const latencyRounds = 2
+// latencyRounds and throughputRounds are how many rounds of each side a
+// latency figure and a throughput figure alternate.
+const (
+	latencyRounds    = 2
+	throughputRounds = 2
+)
 
 // measurePG measures stepwise on PostgreSQL beside DBOS Transact for Go
 // (bench/peer/dbos) doing the same shapes on the same server, each shape
@@ -97,35 +100,65 @@ func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes
 		return my, c, their, theirCommits, ok, nil
 	}
 
-	r.one("pg_steps_serial", func() (Figure, error) {
-		f := Figure{Unit: "steps/s", target: ratioAtLeast(1.5, "≥ 1.5× DBOS")}
-		rate, c, err := pgSteps(ctx, srv, tmp, noopSteps, 1, sz.Serial)
-		if err != nil {
-			return f, err
+	// throughput measures runs runs × n steps of kind at once by stepwise
+	// and by DBOS in throughputRounds rounds that alternate, and gives the
+	// steps/s of each over all rounds, with what both committed and spent.
+	throughput := func(f *Figure, kind stepKind, runs, n int) (float64, pgCount, PeerResult, bool, error) {
+		var c pgCount
+		var secs float64
+		var their PeerResult
+		ok := true
+		for range throughputRounds {
+			rate, ci, err := pgSteps(ctx, srv, tmp, kind, runs, n)
+			if err != nil {
+				return 0, c, their, false, err
+			}
+			secs += float64(runs*n) / rate
+			c.Server, c.Store, c.CPU, c.ServerCPU = c.Server+ci.Server, c.Store+ci.Store, c.CPU+ci.CPU, c.ServerCPU+ci.ServerCPU
+			if !ok {
+				continue
+			}
+			var d PeerResult
+			if d, ok = dbos(f, func() (PeerResult, error) { return peer.concurrent(ctx, runs, n, kind == appendSteps) }); ok {
+				their.Seconds, their.Commits = their.Seconds+d.Seconds, their.Commits+d.Commits
+				their.CPUS, their.ServerCPUS = their.CPUS+d.CPUS, their.ServerCPUS+d.ServerCPUS
+			}
 		}
-		f.Value = rate
-		f.detail = fmt.Sprintf("1 run × %d no-op steps; %s", sz.Serial, c.String(sz.Serial))
-		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.serial(ctx, sz.Serial, false) }); ok {
-			f.compare("DBOS steps/s", d.StepsPerS)
-			f.detail += fmt.Sprintf("; DBOS: 1 workflow × %d RunAsStep, %.3f commits/step, %s", sz.Serial, perStep(d.Commits, sz.Serial), d.cpu(sz.Serial))
+		total := throughputRounds * runs * n
+		if ok {
+			their.StepsPerS = float64(total) / their.Seconds
 		}
-		return f, nil
-	})
-	steps := sz.Runs * sz.Steps
-	r.one("pg_steps_concurrent", func() (Figure, error) {
-		f := Figure{Unit: "steps/s", target: ratioAtLeast(3, "≥ 3× DBOS")}
-		rate, c, err := pgSteps(ctx, srv, tmp, noopSteps, sz.Runs, sz.Steps)
-		if err != nil {
-			return f, err
+		return float64(total) / secs, c, their, ok, nil
+	}
+	stepFigures := func(rateName, commitsName, what string, kind stepKind, runs, n int, atLeast float64, commits Target) {
+		total := throughputRounds * runs * n
+		measure := func() (Figure, Figure, error) {
+			rf := Figure{Unit: "steps/s", target: ratioAtLeast(atLeast, fmt.Sprintf("≥ %g× DBOS", atLeast))}
+			cf := Figure{Unit: "commits/step", target: commits}
+			rate, c, d, ok, err := throughput(&rf, kind, runs, n)
+			if err != nil {
+				return rf, cf, err
+			}
+			rf.Value, cf.Value = rate, perStep(c.Server, total)
+			rf.detail = fmt.Sprintf("%d run(s) × %d %s at once, %d rounds alternating with DBOS; %s", runs, n, what, throughputRounds, c.String(total))
+			if ok {
+				rf.compare("DBOS steps/s", d.StepsPerS)
+				cf.compare("DBOS commits/step", perStep(d.Commits, total))
+				rf.detail += fmt.Sprintf("; DBOS (RunAsStep): %.3f commits/step, %s", perStep(d.Commits, total), d.cpu(total))
+			}
+			cf.detail = rf.detail
+			return rf, cf, nil
 		}
-		f.Value = rate
-		f.detail = fmt.Sprintf("%d runs × %d no-op steps at once; %s", sz.Runs, sz.Steps, c.String(steps))
-		if d, ok := dbos(&f, func() (PeerResult, error) { return peer.concurrent(ctx, sz.Runs, sz.Steps, false) }); ok {
-			f.compare("DBOS steps/s", d.StepsPerS)
-			f.detail += fmt.Sprintf("; DBOS: %.3f commits/step, %s", perStep(d.Commits, steps), d.cpu(steps))
+		if commitsName == "" {
+			r.one(rateName, func() (Figure, error) { f, _, err := measure(); return f, err })
+		} else {
+			r.two(rateName, commitsName, measure)
 		}
-		return f, nil
-	})
+	}
+	// No-op steps are pure: the engine does not wait for one's record
+	// before the next, and their records share commits.
+	stepFigures("pg_steps_serial", "", "no-op steps", noopSteps, 1, sz.Serial, 1.5, Target{})
+	stepFigures("pg_steps_concurrent", "", "no-op steps", noopSteps, sz.Runs, sz.Steps, 3, Target{})
 	r.two("pg_effect_10step_p50_ms", "pg_effect_10step_p99_ms", func() (Figure, Figure, error) {
 		p50 := Figure{Unit: "ms", target: ratioAtMost(0.5, "p50 ≤ 0.5× DBOS")}
 		p99 := Figure{Unit: "ms"}
@@ -149,27 +182,8 @@ func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes
 	})
 	// Effect steps: the engine waits for each one's record before the
 	// next starts, as DBOS checkpoints every step before the next.
-	effectFigures := func(rateName, commitsName string, runs, n int, most float64, atLeast float64) {
-		r.two(rateName, commitsName, func() (Figure, Figure, error) {
-			rf := Figure{Unit: "steps/s", target: ratioAtLeast(atLeast, fmt.Sprintf("≥ %g× DBOS", atLeast))}
-			cf := Figure{Unit: "commits/step", target: valueAtMost(most, fmt.Sprintf("≤ %g", most))}
-			rate, c, err := pgSteps(ctx, srv, tmp, appendSteps, runs, n)
-			if err != nil {
-				return rf, cf, err
-			}
-			rf.Value, cf.Value = rate, perStep(c.Server, runs*n)
-			rf.detail = fmt.Sprintf("%d run(s) × %d steps appending to a file, at once; %s", runs, n, c.String(runs*n))
-			if d, ok := dbos(&rf, func() (PeerResult, error) { return peer.concurrent(ctx, runs, n, true) }); ok {
-				rf.compare("DBOS steps/s", d.StepsPerS)
-				cf.compare("DBOS commits/step", perStep(d.Commits, runs*n))
-				rf.detail += fmt.Sprintf("; DBOS: %.3f commits/step, %s", perStep(d.Commits, runs*n), d.cpu(runs*n))
-			}
-			cf.detail = rf.detail
-			return rf, cf, nil
-		})
-	}
-	effectFigures("pg_effect_steps_serial", "pg_effect_commits_serial", 1, sz.Serial, 1, 1.5)
-	effectFigures("pg_effect_steps_concurrent", "pg_effect_commits_concurrent", sz.Runs, sz.Steps, 0.1, 3)
+	stepFigures("pg_effect_steps_serial", "pg_effect_commits_serial", "steps appending to a file", appendSteps, 1, sz.Serial, 1.5, valueAtMost(1, "≤ 1"))
+	stepFigures("pg_effect_steps_concurrent", "pg_effect_commits_concurrent", "steps appending to a file", appendSteps, sz.Runs, sz.Steps, 3, valueAtMost(0.1, "≤ 0.1"))
 	r.two("pg_continue_p50_ms", "pg_continue_p99_ms", func() (Figure, Figure, error) {
 		p50, p99 := Figure{Unit: "ms"}, Figure{Unit: "ms"}
 		lat, c, their, theirCommits, ok, err := latencies(&p50, sz.Continues,

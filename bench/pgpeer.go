@@ -216,15 +216,8 @@ func (d *dbosRunner) shape(ctx context.Context, args ...string) (PeerResult, err
 	return d.peer.run(ctx, d.srv, d.name, d.db, d.idle, args...)
 }
 
-// serial, concurrent, effects and continues are the shapes.
-func (d *dbosRunner) serial(ctx context.Context, n int, effects bool) (PeerResult, error) {
-	args := []string{"-shape", "serial", "-steps", strconv.Itoa(n)}
-	if effects {
-		args = append(args, "-file", d.file)
-	}
-	return d.shape(ctx, args...)
-}
-
+// concurrent (one run of it is serial), effects and continues are the
+// shapes.
 func (d *dbosRunner) concurrent(ctx context.Context, runs, n int, effects bool) (PeerResult, error) {
 	args := []string{"-shape", "concurrent", "-runs", strconv.Itoa(runs), "-steps", strconv.Itoa(n)}
 	if effects {
