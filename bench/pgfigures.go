@@ -215,15 +215,19 @@ func measurePG(ctx context.Context, r *runner, root, bin, tmp string, sz PGSizes
 		p99.detail = p50.detail
 		return p50, p99, nil
 	})
-	r.one("pg_replicas_3", func() (Figure, error) {
-		f := Figure{Unit: "steps/s", target: ratioAtLeast(0.8, "≥ 80% of 1 replica")}
-		one, many, err := pgReplicas(ctx, srv, tmp, 3, sz.Runs, sz.Steps)
-		if err != nil {
-			return f, err
-		}
-		f.Value = many
-		f.compare("1 replica steps/s", one)
-		f.detail = fmt.Sprintf("%d runs × %d no-op steps shared by 3 replica processes on one database (each drives the runs it starts) vs all in 1 replica process; rounds 1, 3, 3, 1, means; the replicas and the server share this machine's cores", sz.Runs, sz.Steps)
-		return f, nil
-	})
+	replicas := func(name, what string, kind stepKind) {
+		r.one(name, func() (Figure, error) {
+			f := Figure{Unit: "steps/s", target: ratioAtLeast(0.8, "≥ 80% of 1 replica")}
+			one, many, err := pgReplicas(ctx, srv, tmp, kind, 3, sz.Runs, sz.Steps)
+			if err != nil {
+				return f, err
+			}
+			f.Value = many
+			f.compare("1 replica steps/s", one)
+			f.detail = fmt.Sprintf("%d runs × %d %s shared by 3 replica processes on one database (each drives the runs it starts) vs all in 1 replica process; rounds 1, 3, 3, 1, means; the replicas and the server share this machine's cores", sz.Runs, sz.Steps, what)
+			return f, nil
+		})
+	}
+	replicas("pg_replicas_3", "no-op steps", noopSteps)
+	replicas("pg_replicas_3_effect", "steps appending to a file", appendSteps)
 }

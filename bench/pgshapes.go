@@ -229,4 +229,4 @@ func pgContinueStdio(ctx context.Context, srv pgServer, bin, dir string, n int) 
 // pgNames lists the figures of the PostgreSQL section, for -only.
 var pgNames = strings.Fields(`pg_steps_serial pg_steps_concurrent pg_effect_10step_p50_ms pg_effect_10step_p99_ms
 	pg_effect_steps_serial pg_effect_commits_serial pg_effect_steps_concurrent pg_effect_commits_concurrent pg_continue_p50_ms pg_continue_p99_ms
-	pg_continue_stdio_p50_ms pg_continue_stdio_p99_ms pg_replicas_3`)
+	pg_continue_stdio_p50_ms pg_continue_stdio_p99_ms pg_replicas_3 pg_replicas_3_effect`)

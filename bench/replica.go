@@ -16,10 +16,10 @@ import (
 )
 
 // replicaFlag makes the bench binary a replica of pg_replicas_3 instead
-// of measuring: `bench -pg-replica DB HOME RUNS STEPS` opens a service on
-// the database DB, prints "ready", waits for a line on stdin, then starts
-// RUNS runs of STEPS no-op steps at once, waits until all succeeded and
-// prints {"seconds": …}.
+// of measuring: `bench -pg-replica DB HOME RUNS STEPS KIND` opens a
+// service on the database DB, prints "ready", waits for a line on stdin,
+// then starts RUNS runs of STEPS steps of KIND (noop or append) at once,
+// waits until all succeeded and prints {"seconds": …}.
 //
 // Today each replica drives the runs it starts. Once the engine claims
 // runs by lease, the parent starts all runs detached through one replica
@@ -36,8 +36,16 @@ func replicaMain(args []string) {
 }
 
 func replica(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
-	if len(args) != 4 {
-		return fmt.Errorf("want DB HOME RUNS STEPS, got %q", args)
+	if len(args) != 5 {
+		return fmt.Errorf("want DB HOME RUNS STEPS KIND, got %q", args)
+	}
+	kind := noopSteps
+	switch args[4] {
+	case noopSteps.uses:
+	case appendSteps.uses:
+		kind = appendSteps
+	default:
+		return fmt.Errorf("KIND is %s or %s, not %q", noopSteps.uses, appendSteps.uses, args[4])
 	}
 	runs, err1 := strconv.Atoi(args[2])
 	steps, err2 := strconv.Atoi(args[3])
@@ -49,7 +57,7 @@ func replica(ctx context.Context, args []string, in io.Reader, out io.Writer) er
 		return err
 	}
 	defer svc.Close(ctx)
-	l, err := svc.Parse(stepWorkflow(noopSteps, steps))
+	l, err := svc.Parse(stepWorkflow(kind, steps))
 	if err != nil {
 		return err
 	}
@@ -64,10 +72,10 @@ func replica(ctx context.Context, args []string, in io.Reader, out io.Writer) er
 	return json.NewEncoder(out).Encode(map[string]float64{"seconds": time.Since(t0).Seconds()})
 }
 
-// replicaRate shares runs runs of steps no-op steps among k replica
+// replicaRate shares runs runs of steps steps of kind among k replica
 // processes on the database db and returns the steps/s of all together:
 // from the moment all are told to start until the last is done.
-func replicaRate(ctx context.Context, db, dir string, k, runs, steps int) (float64, error) {
+func replicaRate(ctx context.Context, db, dir string, kind stepKind, k, runs, steps int) (float64, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -94,7 +102,7 @@ func replicaRate(ctx context.Context, db, dir string, k, runs, steps int) (float
 		if i < runs%k {
 			share++
 		}
-		cmd := exec.CommandContext(ctx, self, replicaFlag, db, home, strconv.Itoa(share), strconv.Itoa(steps))
+		cmd := exec.CommandContext(ctx, self, replicaFlag, db, home, strconv.Itoa(share), strconv.Itoa(steps), kind.uses)
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -128,10 +136,11 @@ func replicaRate(ctx context.Context, db, dir string, k, runs, steps int) (float
 	return float64(runs*steps) / time.Since(t0).Seconds(), nil
 }
 
-// pgReplicas measures one replica, then k, then k, then one, all on one
+// pgReplicas measures one replica, then k, then k, then one (steps of
+// kind), all on one
 // fresh database (later rounds find more rows), and returns the mean rate
 // of each.
-func pgReplicas(ctx context.Context, srv pgServer, dir string, k, runs, steps int) (one, many float64, err error) {
+func pgReplicas(ctx context.Context, srv pgServer, dir string, kind stepKind, k, runs, steps int) (one, many float64, err error) {
 	_, db, drop, err := srv.createDB(ctx, "bench_stepwise")
 	if err != nil {
 		return 0, 0, err
@@ -150,7 +159,7 @@ func pgReplicas(ctx context.Context, srv pgServer, dir string, k, runs, steps in
 		return 0, 0, err
 	}
 	for _, n := range []int{1, k, k, 1} {
-		r, err := replicaRate(ctx, db, dir, n, runs, steps)
+		r, err := replicaRate(ctx, db, dir, kind, n, runs, steps)
 		if err != nil {
 			return 0, 0, err
 		}
