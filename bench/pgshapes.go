@@ -61,7 +61,7 @@ type pgCount struct {
 	CPU, ServerCPU time.Duration
 }
 
-// perStep is the two counts per step, for the table's details.
+// String says the counts and the CPU times per step, for the table's details.
 func (c pgCount) String(steps int) string {
 	return fmt.Sprintf("PostgreSQL counted %d commits in the database (%.3f/step, reads included), the store %d write transactions (%.3f/step); CPU per step: this process %.0f µs, the server's processes %.0f µs",
 		c.Server, float64(c.Server)/float64(steps), c.Store, float64(c.Store)/float64(steps), perStepUS(c.CPU, steps), perStepUS(c.ServerCPU, steps))
