@@ -67,6 +67,11 @@ func ratioAtLeast(min float64, text string) Target {
 	return Target{Text: text, met: func(f Figure) bool { return f.Ratio != nil && *f.Ratio >= min }}
 }
 
+// ratioAtMost: the figure is at most max times its baseline.
+func ratioAtMost(max float64, text string) Target {
+	return Target{Text: text, met: func(f Figure) bool { return f.Ratio != nil && *f.Ratio <= max }}
+}
+
 // valueAtLeast: the figure itself is at least min.
 func valueAtLeast(min float64, text string) Target {
 	return Target{Text: text, met: func(f Figure) bool { return f.Value >= min }}

@@ -8,11 +8,16 @@ import (
 	"testing"
 )
 
-// TestMain lets the test binary serve as the floor server, as the bench
-// binary does (floorLoads executes its own binary).
+// TestMain lets the test binary serve as the floor server and as a
+// replica, as the bench binary does (floorLoads and pg_replicas_3 execute
+// their own binary).
 func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && (os.Args[1] == floorFlag || os.Args[1] == floorHTTPFlag) {
 		floorMain(os.Args[2], os.Args[1] == floorHTTPFlag)
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == replicaFlag { // pg_replicas_3 executes its own binary
+		replicaMain(os.Args[2:])
 		return
 	}
 	os.Exit(m.Run())

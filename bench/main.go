@@ -7,6 +7,7 @@
 //	go run ./bench -smoke          the smallest sizes: proves every measurement works (CI)
 //	go run ./bench -quick -json    the same figures as a JSON array
 //	go run ./bench -quick -cpuprofile DIR   CPU profiles of the step loops and of the MCP calls instead
+//	go run ./bench -peer dbos      also stepwise on PostgreSQL beside DBOS Transact (bench/peer/dbos)
 //
 // It builds cmd/stepwise into a temporary directory, measures the engine
 // in this process and the built server over stdio and HTTP from its own
@@ -33,15 +34,24 @@ func main() {
 		floorMain(os.Args[2], os.Args[1] == floorHTTPFlag)
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == replicaFlag {
+		replicaMain(os.Args[2:])
+		return
+	}
 	var quick, full, smoke, asJSON bool
-	var profileDir, only string
+	var profileDir, only, peer string
 	flag.BoolVar(&quick, "quick", false, "reduced sizes (default)")
 	flag.BoolVar(&full, "full", false, "the issue's sizes: 10,000 waiting runs, 100,000 stored runs")
 	flag.BoolVar(&smoke, "smoke", false, "the smallest sizes: proves that every measurement works, says nothing about speed")
 	flag.BoolVar(&asJSON, "json", false, "print the figures as a JSON array")
 	flag.StringVar(&only, "only", "", "measure only the figures whose names start with one of these comma-separated prefixes (e.g. toolcall,continue)")
+	flag.StringVar(&peer, "peer", "", "dbos: also measure stepwise on PostgreSQL ($"+envPostgres+") beside DBOS Transact for Go doing the same shapes (bench/peer/dbos, built with the Go module proxy)")
 	flag.StringVar(&profileDir, "cpuprofile", "", "instead of the figures, write CPU profiles of the step loops, of run_get over stdio and over HTTP, and of run_continue into this directory")
 	flag.Parse()
+	if peer != "" && peer != peerDBOS {
+		fmt.Fprintf(os.Stderr, "bench: -peer %q: the only peer is %q\n", peer, peerDBOS)
+		os.Exit(2)
+	}
 	sz := quickSizes
 	switch {
 	case full && (quick || smoke), quick && smoke:
@@ -54,14 +64,14 @@ func main() {
 	}
 	ctx := context.Background()
 	if profileDir != "" {
-		if err := profileAll(ctx, profileDir, sz, os.Stderr); err != nil {
+		if err := profileAll(ctx, profileDir, sz, peer == peerDBOS, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	env := describe(sz)
-	figs, err := measure(ctx, sz, splitList(only), os.Stderr)
+	figs, err := measure(ctx, sz, splitList(only), peer, os.Stderr)
 	env.LoadAfter = loadAverage()
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
@@ -80,7 +90,7 @@ func main() {
 // figures in the order of the issue. A measurement that fails leaves its
 // figures at zero with the error as their detail; the first error is
 // returned after all have run.
-func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) ([]Figure, error) {
+func measure(ctx context.Context, sz Sizes, only []string, peerName string, progress io.Writer) ([]Figure, error) {
 	tmp, err := os.MkdirTemp("", "stepwise-bench-")
 	if err != nil {
 		return nil, err
@@ -137,6 +147,9 @@ func measure(ctx context.Context, sz Sizes, only []string, progress io.Writer) (
 				return stepsSerialPostgres(ctx, home(kind.uses+"-serial-postgres"), pg, kind, sz.SerialSteps, sz.RawCommits)
 			})
 		}
+	}
+	if peerName == peerDBOS {
+		measurePG(ctx, r, root, bin, tmp, sz.PG)
 	}
 	r.two("continue_stdio_p50_ms", "continue_stdio_p99_ms", func() (Figure, Figure, error) {
 		return continueStdio(ctx, bin, home("continue"), d, sz.Continues)

@@ -24,7 +24,9 @@ import (
 // with the bench's client at their other ends;
 // its goroutines carry the label side=server, so that
 // `-tagfocus side=server` leaves the client out.
-func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) error {
+// With pg (-peer dbos), the loops of the PostgreSQL figures are profiled
+// instead (profilePG).
+func profileAll(ctx context.Context, dir string, sz Sizes, pg bool, progress io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -33,6 +35,9 @@ func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) e
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if pg {
+		return profilePG(ctx, dir, tmp, sz.PG, progress)
+	}
 	for _, kind := range []stepKind{noopSteps, effectSteps} {
 		for _, d := range []string{"full", "normal"} {
 			serial := func() error {
@@ -68,6 +73,34 @@ func profileAll(ctx context.Context, dir string, sz Sizes, progress io.Writer) e
 			return err
 		})
 	})
+}
+
+// profilePG writes CPU profiles of the loops of the PostgreSQL figures:
+// serial and concurrent no-op steps, the 10-step effect runs, concurrent
+// effect steps and the in-process continues. The profile covers this
+// process only: what PostgreSQL's server processes spend is not in it.
+func profilePG(ctx context.Context, dir, tmp string, sz PGSizes, progress io.Writer) error {
+	raw := postgresURL()
+	if raw == "" {
+		return fmt.Errorf("-peer dbos -cpuprofile: %s is not set", envPostgres)
+	}
+	srv := pgServer{raw: raw}
+	loops := []struct {
+		name string
+		fn   func() error
+	}{
+		{"pg_steps_serial", func() error { _, _, err := pgSteps(ctx, srv, tmp, noopSteps, 1, sz.Serial); return err }},
+		{"pg_steps_concurrent", func() error { _, _, err := pgSteps(ctx, srv, tmp, noopSteps, sz.Runs, sz.Steps); return err }},
+		{"pg_effect_10step", func() error { _, _, err := pgEffectRuns(ctx, srv, tmp, sz.Effects); return err }},
+		{"pg_effect_concurrent", func() error { _, _, err := pgSteps(ctx, srv, tmp, appendSteps, sz.Runs, sz.Steps); return err }},
+		{"pg_continue", func() error { _, _, err := pgContinues(ctx, srv, tmp, sz.Continues); return err }},
+	}
+	for _, l := range loops {
+		if err := profile(filepath.Join(dir, l.name+".pprof"), progress, l.fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // profile runs fn under the CPU profiler and writes the profile to path.

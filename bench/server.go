@@ -57,6 +57,12 @@ func stepwiseStdio(ctx context.Context, bin, home, durability string) (*Session,
 	return stdio(ctx, exec.Command(bin, "--home", home, "--durability", durability, "serve"))
 }
 
+// stdioWith starts `stepwise --home home ARGS…` (a serve command) over
+// stdio.
+func stdioWith(ctx context.Context, bin, home string, args ...string) (*Session, error) {
+	return stdio(ctx, exec.Command(bin, append([]string{"--home", home}, args...)...))
+}
+
 // serving is the line both servers print on stderr once they listen.
 var serving = regexp.MustCompile(`serving MCP at (\S+)`)
 
