@@ -440,6 +440,7 @@ func (e *Engine) publish(runID, status string, events []store.Event, seqs []int6
 			out[i].Seq = seqs[i]
 		}
 	}
+	e.sawLocal(runID, seqs)
 	e.bus.publish(out...)
 }
 

@@ -130,6 +130,9 @@ type Engine struct {
 	heartbeatStop chan struct{}
 	heartbeatDone chan struct{}
 	closeLeases   sync.Once
+	// remote follows other processes' changes to runs (runfeed.go; nil
+	// until Recover, or when the store tells none).
+	remote atomic.Pointer[remoteRuns]
 	// retrying: runs whose lease another live process holds, with a look
 	// again armed for when it expires (notHeld).
 	retrying map[string]bool
@@ -264,6 +267,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		n++
 	}
 	e.claiming.Store(true)
+	e.listenRuns()
 	e.wakeTimers()
 	return n, nil
 }
@@ -448,6 +452,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.cancelStep()
 	<-e.timerDone
+	e.stopRemote()
 	e.closeLeases.Do(func() {
 		close(e.heartbeatStop)
 		<-e.heartbeatDone

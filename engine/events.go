@@ -124,3 +124,10 @@ func send(s *subscription, e Event) {
 		}
 	}
 }
+
+// watched reports whether anyone subscribes to the run's events.
+func (b *bus) watched(runID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.every) > 0 || len(b.runs[runID]) > 0
+}

@@ -3,63 +3,20 @@ package service
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"stepwise.dev/stepwise/store/postgres/pgtest"
+
 	"github.com/jackc/pgx/v5"
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/home"
 )
-
-// pgSchema returns a URL of the test PostgreSQL server
-// (STEPWISE_TEST_DATABASE_URL) whose sessions use a fresh schema, dropped
-// when the test ends; it skips the test when the variable is not set.
-func pgSchema(t *testing.T) string {
-	t.Helper()
-	raw := os.Getenv("STEPWISE_TEST_DATABASE_URL")
-	if raw == "" {
-		t.Skip("STEPWISE_TEST_DATABASE_URL is not set: run with e.g. STEPWISE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "stepwise_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, raw)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // dbKey reads the server key stored in the database ("" when none).
 func dbKey(t *testing.T, db string) []byte {
@@ -79,7 +36,7 @@ func dbKey(t *testing.T, db string) []byte {
 
 // $STEPWISE_SECRET_KEY still wins on a shared database: nothing is stored.
 func TestSecretKeyVariableWinsOverTheDatabase(t *testing.T) {
-	db := pgSchema(t)
+	db := pgtest.Schema(t)
 	t.Setenv(home.EnvSecretKey, strings.Repeat("ab", 32))
 	openReplica(t, db, t.TempDir())
 	if key := dbKey(t, db); key != nil {
@@ -102,7 +59,7 @@ func openReplica(t *testing.T, db, home string) *Service {
 // not read (nor the first's after); what one saves or imports the other lists, validates and
 // runs at once, its watchers told through the change feed.
 func TestReplicasShareLibraryAndCatalogs(t *testing.T) {
-	db := pgSchema(t)
+	db := pgtest.Schema(t)
 	ctx := context.Background()
 	homeA, homeB := t.TempDir(), t.TempDir()
 	for h, name := range map[string]string{homeA: "from-a", homeB: "from-b"} {

@@ -5,68 +5,23 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"stepwise.dev/stepwise/store/postgres/pgtest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// pgDatabase returns a URL of the test PostgreSQL server
-// (STEPWISE_TEST_DATABASE_URL, which .ci/run sets) whose sessions use a
-// fresh schema, dropped when the test ends; it skips the test when the
-// variable is not set.
-func pgDatabase(t *testing.T) string {
-	t.Helper()
-	raw := os.Getenv("STEPWISE_TEST_DATABASE_URL")
-	if raw == "" {
-		t.Skip("STEPWISE_TEST_DATABASE_URL is not set: run with e.g. STEPWISE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable (.ci/run sets it)")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "stepwise_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, raw)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // TestPostgresRunAndServe: with --database, the example runs to the end on
 // PostgreSQL, `runs` lists it from there (the URL from
 // STEPWISE_DATABASE_URL this time), and `serve` works on the same database.
 func TestPostgresRunAndServe(t *testing.T) {
-	db := pgDatabase(t)
+	db := pgtest.Schema(t)
 	bin := sharedBinary(t)
 	home := libraryHome(t)
 	cmd := exec.Command(bin, "--home", home, "--database", db, "run", "../../examples/team-onboarding.yaml",

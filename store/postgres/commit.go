@@ -88,7 +88,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		}
 		defer func() { res.Lease = lease }()
 		if c.EventSeq > 0 {
-			done, err := commitAt(ctx, tx, c, now, &res)
+			done, err := commitAt(ctx, tx, c, now, &res, s.runNotice(c.RunID, noticeOf(c)))
 			if done || err != nil {
 				return err
 			}
@@ -115,7 +115,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		eventSeq -= int64(len(c.Events)) // the sequence before this commit's events
 		res = store.CommitResult{Rev: rev}
 		b := &pgx.Batch{}
-		plan := queueRest(b, c, rev, eventSeq, now)
+		plan := queueRest(b, c, rev, eventSeq, now, s.runNotice(c.RunID, noticeOf(c)))
 		if b.Len() == 0 {
 			return nil
 		}
@@ -135,7 +135,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 // commitAt is Commit in one round trip, numbering the events from
 // c.EventSeq. It reports false, having written nothing, when the run is
 // not at c.Rev and c.EventSeq.
-func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res *store.CommitResult) (bool, error) {
+func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res *store.CommitResult, notice []any) (bool, error) {
 	u := c.Run
 	rev := c.Rev + 1
 	b := &pgx.Batch{}
@@ -144,7 +144,7 @@ func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res
 		nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
 		u.Reopen, blob(u.Outputs), blob(u.Error), nullable(u.FinishedAt),
 		len(c.Events), c.RunID, c.Rev, c.EventSeq)
-	plan := queueRest(b, c, rev, c.EventSeq, now)
+	plan := queueRest(b, c, rev, c.EventSeq, now, notice)
 	br := tx.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
@@ -177,12 +177,16 @@ func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res
 type restPlan struct {
 	steps, events int
 	seqs          []int64
+	notice        bool
 }
 
 // queueRest queues every statement of c but the run's update, the run
 // being at revision rev (after the update) and its events numbered after
 // eventSeq.
-func queueRest(b *pgx.Batch, c store.Commit, rev, eventSeq int64, now time.Time) restPlan {
+//
+// notice, when set, is the arguments of sqlNotify: the run's change told
+// to the other processes on the database when the transaction commits.
+func queueRest(b *pgx.Batch, c store.Commit, rev, eventSeq int64, now time.Time, notice []any) restPlan {
 	var plan restPlan
 	if p := c.ClosePause; p != nil {
 		at := p.At
@@ -224,6 +228,10 @@ func queueRest(b *pgx.Batch, c store.Commit, rev, eventSeq int64, now time.Time)
 		b.Queue(sqlSetTimer, c.RunID, t.Key, nanos(t.WakeAt))
 	}
 	plan.seqs, plan.events = queueEvents(b, c.RunID, eventSeq, c.Events, now)
+	if notice != nil {
+		b.Queue(sqlNotify, notice...)
+		plan.notice = true
+	}
 	return plan
 }
 
@@ -289,6 +297,11 @@ func readRest(br pgx.BatchResults, c store.Commit, plan restPlan, res *store.Com
 	for range plan.events {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("append events: %w", err)
+		}
+	}
+	if plan.notice {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("notify: %w", err)
 		}
 	}
 	res.EventSeqs = plan.seqs

@@ -29,6 +29,12 @@ const feedSep = "\x1f"
 // Feed returns the store's change feed. Its channel is the store's
 // schema's (channels are database-wide; schemas are not shared).
 func (s *Store) Feed(ctx context.Context) (*Feed, error) {
+	return s.feedOn(ctx, "stepwise_changes_")
+}
+
+// feedOn returns a feed on the channel prefix names, for the store's
+// schema, with an origin of its own.
+func (s *Store) feedOn(ctx context.Context, prefix string) (*Feed, error) {
 	var schema string
 	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return nil, fmt.Errorf("change feed: %w", err)
@@ -36,7 +42,7 @@ func (s *Store) Feed(ctx context.Context) (*Feed, error) {
 	sum := sha256.Sum256([]byte(schema))
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Feed{pool: s.pool, channel: "stepwise_changes_" + hex.EncodeToString(sum[:8]), origin: hex.EncodeToString(b[:])}, nil
+	return &Feed{pool: s.pool, channel: prefix + hex.EncodeToString(sum[:8]), origin: hex.EncodeToString(b[:])}, nil
 }
 
 // Publish tells the other processes that name of topic changed.

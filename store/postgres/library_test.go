@@ -4,15 +4,17 @@ import (
 	"context"
 	"testing"
 
+	"stepwise.dev/stepwise/store/postgres/pgtest"
+
 	"stepwise.dev/stepwise/library"
 	"stepwise.dev/stepwise/library/librarytest"
 )
 
 // The database's library passes the suite the home's files pass.
 func TestLibraryConformance(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	librarytest.Run(t, func(t *testing.T, version func([]byte) string) library.Backend {
-		s, err := Open(context.Background(), freshSchema(t), Options{})
+		s, err := Open(context.Background(), pgtest.Schema(t), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -22,9 +24,9 @@ func TestLibraryConformance(t *testing.T) {
 }
 
 func BenchmarkLibrary(b *testing.B) {
-	testURL(b)
+	pgtest.URL(b)
 	librarytest.Benchmark(b, func(b *testing.B) library.Backend {
-		s, err := Open(context.Background(), freshSchema(b), Options{})
+		s, err := Open(context.Background(), pgtest.Schema(b), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -64,6 +64,9 @@ type Store struct {
 
 	// group queues concurrent writes into shared transactions (group.go).
 	group group
+
+	// runs is the feed of run changes (runfeed.go).
+	runs *Feed
 }
 
 var _ store.Store = (*Store)(nil)
@@ -150,7 +153,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %s", shown, scrub(rawURL, err))
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool}
+	if s.runs, err = s.feedOn(ctx, "stepwise_runs_"); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: %s", shown, scrub(rawURL, err))
+	}
+	return s, nil
 }
 
 // scrubParse words a URL parse error without the connection string the

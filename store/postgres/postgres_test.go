@@ -2,16 +2,14 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"stepwise.dev/stepwise/store/postgres/pgtest"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,60 +21,11 @@ import (
 // sets it, starting the machine's PostgreSQL); each store gets a schema of
 // its own, dropped when its test ends, so tests are isolated and may run in
 // parallel.
-const envURL = "STEPWISE_TEST_DATABASE_URL"
-
-// testURL returns the server's URL or skips the test.
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(envURL)
-	if u == "" {
-		t.Skip(envURL + " is not set: run with e.g. " + envURL + "=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable go test ./store/postgres (.ci/run sets it)")
-	}
-	return u
-}
-
-// freshSchema creates an empty schema on the test server, dropped when the
-// test ends, and returns a URL whose sessions use it.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	raw := testURL(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, raw)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", Redact(raw), err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "stepwise_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, raw)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // openFresh opens a store on a fresh schema, closed when the test ends.
 func openFresh(t testing.TB, opts Options) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), freshSchema(t), opts)
+	s, err := Open(context.Background(), pgtest.Schema(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +34,12 @@ func openFresh(t testing.TB, opts Options) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	t.Parallel()
 	for _, d := range []string{Full, Normal} {
 		t.Run(d, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) store.Store {
-				s, err := Open(context.Background(), freshSchema(t), Options{Durability: d})
+				s, err := Open(context.Background(), pgtest.Schema(t), Options{Durability: d})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -103,10 +52,10 @@ func TestConformance(t *testing.T) {
 // TestConformanceShared races lease claimants on two stores (two pools)
 // open on one schema, as two replicas would.
 func TestConformanceShared(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	t.Parallel()
 	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
-		u := freshSchema(t)
+		u := pgtest.Schema(t)
 		a, err := Open(context.Background(), u, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -123,10 +72,10 @@ func TestConformanceShared(t *testing.T) {
 // TestConformanceSmallPurgeBatches runs the suite with purges of two runs
 // per transaction, so that batching is exercised.
 func TestConformanceSmallPurgeBatches(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(context.Background(), freshSchema(t), Options{})
+		s, err := Open(context.Background(), pgtest.Schema(t), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +131,7 @@ func TestRedact(t *testing.T) {
 // TestConcurrentOpenMigratesOnce: several processes (here: stores) may
 // open a new database at once; all must open it, and migrate it once.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
-	u := freshSchema(t)
+	u := pgtest.Schema(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {

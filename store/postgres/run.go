@@ -82,6 +82,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 		}
 		nSteps := queueSteps(b, r.ID, 1, steps)
 		seqs, nEvents := queueEvents(b, r.ID, 0, events, now)
+		notice := s.runNotice(r.ID, true)
+		if notice != nil {
+			b.Queue(sqlNotify, notice...)
+		}
 		br := tx.SendBatch(ctx, b)
 		defer br.Close()
 		if _, err := br.Exec(); err != nil {
@@ -106,6 +110,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 		for range nEvents {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("append events: %w", err)
+			}
+		}
+		if notice != nil {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("notify: %w", err)
 			}
 		}
 		res.Rev, res.EventSeqs = 1, seqs

@@ -7,13 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"stepwise.dev/stepwise/store/postgres/pgtest"
+
 	"github.com/jackc/pgx/v5"
 )
 
 // Replicas starting at once on a new database each offer a key: all get
 // the one written first.
 func TestServerKeyIsCreatedOnce(t *testing.T) {
-	u := freshSchema(t)
+	u := pgtest.Schema(t)
 	const n = 6
 	stores := make([]*Store, n)
 	for i := range stores {
@@ -78,7 +80,7 @@ func next(t *testing.T, ch <-chan notice) notice {
 // listener whose connection dropped reconnects and says anything may have
 // changed.
 func TestFeedCrossesProcesses(t *testing.T) {
-	u := freshSchema(t)
+	u := pgtest.Schema(t)
 	ctx := context.Background()
 	var feeds [2]*Feed
 	for i := range feeds {
@@ -134,7 +136,7 @@ func TestFeedCrossesProcesses(t *testing.T) {
 // A secret page: one per pause, open until its secret is given or it is
 // closed or expires, its being given seen through any store on the database.
 func TestSecretPages(t *testing.T) {
-	u := freshSchema(t)
+	u := pgtest.Schema(t)
 	ctx := context.Background()
 	var pages [2]*SecretPages
 	for i := range pages {
