@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/postgres"
+	"stepwise.dev/stepwise/store/postgres/pgtest"
+)
+
+// openPGReplica opens a store and an engine on a PostgreSQL database: one
+// replica.
+func openPGReplica(t *testing.T, url string, reg *action.Registry) (*Engine, *postgres.Store) {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := New(Config{Store: st, Key: testKey, Actions: reg, ShutdownGrace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close(context.Background()); _ = st.Close() })
+	if _, err := eng.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return eng, st
+}
+
+// Two replicas on one PostgreSQL database: a run started and driven on A
+// is watched through B (its events reach B's subscribers as they are
+// recorded, without polling), answered through B, and B's Wait sees it
+// finish; every effect runs once.
+func TestReplicasShareRunsOnPostgres(t *testing.T) {
+	url := pgtest.Schema(t)
+	l := newLedger()
+	reg := ledgerRegistry(l)
+	a, _ := openPGReplica(t, url, reg)
+	b, bst := openPGReplica(t, url, reg)
+	events, stop := b.Subscribe("")
+	defer stop()
+	id := startDoc(t, a, `version: 1
+name: replicas
+steps:
+  - id: before
+    uses: ledger
+  - id: ask
+    ask: {prompt: "Go on?", type: boolean}
+  - id: after
+    uses: ledger
+`)
+	// B learns of A's events through the database's notices.
+	deadline := time.After(10 * time.Second)
+	for paused := false; !paused; {
+		select {
+		case ev := <-events:
+			if ev.RunID == id && ev.Type == EventRunPaused {
+				paused = true
+			}
+		case <-deadline:
+			t.Fatal("B's subscriber never saw the run pause on A")
+		}
+	}
+	ps, err := b.Pauses(context.Background(), id)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pauses through B: %v %v", ps, err)
+	}
+	if _, err := b.Continue(context.Background(), ps[0].Token, true); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := a.Wait(ctx, id)
+	if err != nil || st != store.StatusSucceeded {
+		t.Fatalf("A's wait: %s %v", st, err)
+	}
+	for _, step := range []string{"before", "after"} {
+		if n := l.count(id, step); n != 1 {
+			t.Errorf("step %s executed %d times", step, n)
+		}
+	}
+	if steps, err := bst.Steps(context.Background(), id); err != nil || len(steps) != 3 {
+		t.Fatalf("steps %v %v", steps, err)
+	}
+}
