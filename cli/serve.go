@@ -31,6 +31,7 @@ const DefaultHTTPAddr = "127.0.0.1:7420"
 
 type serveOptions struct {
 	http            string
+	leaseTTL        time.Duration
 	authTokens      []string
 	insecure        bool
 	behindTLSProxy  bool
@@ -106,6 +107,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.allowShellCmds, "allow-shell-cmd", nil, "let shell steps run this program, by name as written in command: (repeatable)")
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let workflows make the server connect to any address: loopback, private, link-local, cloud metadata (refused otherwise)")
 	f.StringArrayVar(&o.allowNetwork, "allow-network", nil, "let workflows make the server connect to this host name (*.suffix for all under it), address or CIDR although it is loopback, private or link-local (repeatable, comma-separated)")
+	f.DurationVar(&o.leaseTTL, "lease-ttl", 15*time.Second, "how long a run stays with this process without a heartbeat: after a crash, other processes on the database take its runs over once it passed")
 	f.StringArrayVar(&o.allowEnv, "allow-env", nil, "let workflows read this environment variable of the server; NAME, a prefix PREFIX_*, or * for all (repeatable, comma-separated; also $STEPWISE_ALLOW_ENV)")
 	return cmd
 }
@@ -117,6 +119,9 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	}
 	if o.http == "" && (o.tlsCert != "" || len(o.authTokens) > 0 || o.publicURL != "" || o.insecure || o.behindTLSProxy) {
 		return usageErr("--tls-cert, --auth-token, --insecure, --behind-tls-proxy and --public-url need --http")
+	}
+	if o.leaseTTL < 300*time.Millisecond || o.leaseTTL > time.Hour {
+		return usageErr("--lease-ttl %s: give 300ms to 1h", o.leaseTTL)
 	}
 	if o.maxMessageBytes < minMessageBytes || o.maxMessageBytes > maxMessageBytes {
 		return usageErr("--max-message-bytes %d: give %d to %d", o.maxMessageBytes, minMessageBytes, maxMessageBytes)
@@ -212,7 +217,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	opening := make(chan opened, 1)
 	go func() {
 		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
-			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell})
+			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL})
 		opening <- opened{svc, err}
 	}()
 	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger,
@@ -246,7 +251,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		}
 		srv.Start(ctx)
 		tuneServeGC()
-		return []any{"workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow,
+		return []any{"replica", svc.Engine.Owner(), "workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow,
 			"private_network", !netPolicy.Restricted, "network_allow", o.allowNetwork}, nil
 	}
 	// Over stdio the session starts while the store opens. With

@@ -59,6 +59,9 @@ type Options struct {
 	// ended while it ran, before it fails with STEP_CRASHED (default 3;
 	// see engine.Config.MaxRecoveries).
 	MaxRecoveries int
+	// LeaseTTL is how long a run's lease lasts without a heartbeat
+	// (engine.Config.LeaseTTL; 0: its default).
+	LeaseTTL time.Duration
 	// Now is the engine's clock (default time.Now; tests move it). The
 	// retention policy measures ages with it too.
 	Now func() time.Time
@@ -226,7 +229,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		svc.log = slog.New(slog.DiscardHandler)
 	}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
-		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries,
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries, LeaseTTL: opts.LeaseTTL,
 		Workflows: svc.subWorkflow, Now: opts.Now})
 	if err != nil {
 		st.Close()
