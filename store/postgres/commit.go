@@ -12,14 +12,18 @@ import (
 )
 
 // sqlAdvanceRun moves a run to its next revision, checking the current
-// one; nil arguments leave their columns as they are.
+// one and, when $12 is not null, that the run's lease is $12's at epoch
+// $13 (the commit's fence: the row's lock orders it with any acquisition);
+// $14 releases the lease. Nil arguments leave their columns as they are.
 const sqlAdvanceRun = `UPDATE runs SET rev = rev + 1, updated_at = $1,
 		status = COALESCE($2, status), state = COALESCE($3, state), inputs = COALESCE($4, inputs),
 		outputs = CASE WHEN $5 THEN NULL ELSE COALESCE($6, outputs) END,
 		error = CASE WHEN $5 THEN NULL ELSE COALESCE($7, error) END,
 		finished_at = CASE WHEN $5 THEN NULL ELSE COALESCE($8, finished_at) END,
-		event_seq = event_seq + $9
-	WHERE id = $10 AND rev = $11 RETURNING rev, event_seq`
+		event_seq = event_seq + $9,
+		lease_owner = CASE WHEN $14 THEN NULL ELSE lease_owner END,
+		lease_expires = CASE WHEN $14 THEN 0 ELSE lease_expires END
+	WHERE id = $10 AND rev = $11 AND ($12::text IS NULL OR (lease_owner = $12 AND lease_epoch = $13)) RETURNING rev, event_seq`
 
 // sqlAdvanceRunAt is sqlAdvanceRun for a caller that says what the run's
 // event sequence is (store.Commit.EventSeq): the events are numbered from
@@ -29,8 +33,10 @@ const sqlAdvanceRunAt = `UPDATE runs SET rev = rev + 1, updated_at = $1,
 		outputs = CASE WHEN $5 THEN NULL ELSE COALESCE($6, outputs) END,
 		error = CASE WHEN $5 THEN NULL ELSE COALESCE($7, error) END,
 		finished_at = CASE WHEN $5 THEN NULL ELSE COALESCE($8, finished_at) END,
-		event_seq = event_seq + $9
-	WHERE id = $10 AND rev = $11 AND event_seq = $12 RETURNING rev`
+		event_seq = event_seq + $9,
+		lease_owner = CASE WHEN $15 THEN NULL ELSE lease_owner END,
+		lease_expires = CASE WHEN $15 THEN 0 ELSE lease_expires END
+	WHERE id = $10 AND rev = $11 AND event_seq = $12 AND ($13::text IS NULL OR (lease_owner = $13 AND lease_epoch = $14)) RETURNING rev`
 
 // The other statements of a commit.
 const (
@@ -63,16 +69,18 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
 	}
 	err := s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		// The fence is checked by the run's update itself (fence), unless
+		// the commit also acquires: then before, as AcquireLease would.
+		var fence *store.LeaseRef
 		switch {
-		case c.Lease != nil && c.Release && c.Acquire == nil:
-			if err := releaseFenced(ctx, tx, c.RunID, c.Lease); err != nil {
-				return err
-			}
-		case c.Lease != nil:
+		case c.Lease != nil && c.Acquire != nil:
 			if err := checkLease(ctx, tx, c.RunID, c.Lease); err != nil {
 				return err
 			}
+		case c.Lease != nil:
+			fence = c.Lease
 		}
+		owner, epoch := fenceArgs(fence)
 		var lease store.Lease
 		if a := c.Acquire; a != nil {
 			lease = store.Lease{RunID: c.RunID, Owner: a.Owner, Expires: a.Now.Add(a.TTL).UTC()}
@@ -80,15 +88,10 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 			if lease.Epoch, lease.TookOver, err = acquireIn(ctx, tx, c.RunID, a.Owner, a.Now, lease.Expires); err != nil {
 				return err
 			}
-			if c.Release {
-				if _, err := tx.Exec(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = $1`, c.RunID); err != nil {
-					return err
-				}
-			}
 		}
 		defer func() { res.Lease = lease }()
 		if c.EventSeq > 0 {
-			done, err := commitAt(ctx, tx, c, now, &res, s.runNotice(c.RunID, noticeOf(c)))
+			done, err := commitAt(ctx, tx, c, now, &res, s.runNotice(c.RunID, noticeOf(c)), owner, epoch)
 			if done || err != nil {
 				return err
 			}
@@ -98,16 +101,9 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		err := tx.QueryRow(ctx, sqlAdvanceRun,
 			nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
 			u.Reopen, blob(u.Outputs), blob(u.Error), nullable(u.FinishedAt),
-			len(c.Events), c.RunID, c.Rev).Scan(&rev, &eventSeq)
+			len(c.Events), c.RunID, c.Rev, owner, epoch, c.Release).Scan(&rev, &eventSeq)
 		if errors.Is(err, pgx.ErrNoRows) {
-			var n int64
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = $1`, c.RunID).Scan(&n); err != nil {
-				return err
-			}
-			if n == 0 {
-				return store.ErrNotFound
-			}
-			return store.ErrConflict
+			return whyNotAdvanced(ctx, tx, c.RunID, fence)
 		}
 		if err != nil {
 			return err
@@ -135,7 +131,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 // commitAt is Commit in one round trip, numbering the events from
 // c.EventSeq. It reports false, having written nothing, when the run is
 // not at c.Rev and c.EventSeq.
-func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res *store.CommitResult, notice []any) (bool, error) {
+func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res *store.CommitResult, notice []any, owner *string, epoch int64) (bool, error) {
 	u := c.Run
 	rev := c.Rev + 1
 	b := &pgx.Batch{}
@@ -143,7 +139,7 @@ func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res
 	b.Queue(sqlAdvanceRunAt,
 		nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
 		u.Reopen, blob(u.Outputs), blob(u.Error), nullable(u.FinishedAt),
-		len(c.Events), c.RunID, c.Rev, c.EventSeq)
+		len(c.Events), c.RunID, c.Rev, c.EventSeq, owner, epoch, c.Release)
 	plan := queueRest(b, c, rev, c.EventSeq, now, notice)
 	br := tx.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
@@ -306,4 +302,32 @@ func readRest(br pgx.BatchResults, c store.Commit, plan restPlan, res *store.Com
 	}
 	res.EventSeqs = plan.seqs
 	return nil
+}
+
+// fenceArgs are the fence's arguments of the run's update (nil owner: not
+// fenced).
+func fenceArgs(ref *store.LeaseRef) (*string, int64) {
+	if ref == nil {
+		return nil, 0
+	}
+	return &ref.Owner, ref.Epoch
+}
+
+// whyNotAdvanced says why a run's update changed no row: no such run
+// (ErrNotFound), its lease is no longer the fence's (ErrLeaseLost), or it
+// is at another revision (ErrConflict).
+func whyNotAdvanced(ctx context.Context, tx pgx.Tx, runID string, fence *store.LeaseRef) error {
+	var owner *string
+	var epoch int64
+	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_epoch FROM runs WHERE id = $1`, runID).Scan(&owner, &epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if fence != nil && (owner == nil || *owner != fence.Owner || epoch != fence.Epoch) {
+		return store.ErrLeaseLost
+	}
+	return store.ErrConflict
 }

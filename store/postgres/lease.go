@@ -140,25 +140,6 @@ func checkLease(ctx context.Context, tx pgx.Tx, runID string, ref *store.LeaseRe
 	return nil
 }
 
-// releaseFenced fences a commit that also releases the lease: one UPDATE
-// that frees it if it is still ref's (the row stays locked until the
-// commit's transaction ends).
-func releaseFenced(ctx context.Context, tx pgx.Tx, runID string, ref *store.LeaseRef) error {
-	tag, err := tx.Exec(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3`,
-		runID, ref.Owner, ref.Epoch)
-	if err != nil || tag.RowsAffected() == 1 {
-		return err
-	}
-	var n int64
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = $1`, runID).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return store.ErrNotFound
-	}
-	return store.ErrLeaseLost
-}
-
 // GetLease implements store.Store.
 func (s *Store) GetLease(ctx context.Context, runID string) (store.Lease, error) {
 	var owner *string
