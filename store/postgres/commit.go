@@ -68,7 +68,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 	if err := store.CheckCommitLease(c); err != nil {
 		return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
 	}
-	err := s.groupTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err := s.groupTx(ctx, func(ctx context.Context, tx dbtx) error {
 		// The fence is checked by the run's update itself (fence), unless
 		// the commit also acquires: then before, as AcquireLease would.
 		var fence *store.LeaseRef
@@ -131,7 +131,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 // commitAt is Commit in one round trip, numbering the events from
 // c.EventSeq. It reports false, having written nothing, when the run is
 // not at c.Rev and c.EventSeq.
-func commitAt(ctx context.Context, tx pgx.Tx, c store.Commit, now time.Time, res *store.CommitResult, notice []any, owner *string, epoch int64) (bool, error) {
+func commitAt(ctx context.Context, tx dbtx, c store.Commit, now time.Time, res *store.CommitResult, notice []any, owner *string, epoch int64) (bool, error) {
 	u := c.Run
 	rev := c.Rev + 1
 	b := &pgx.Batch{}
@@ -316,7 +316,7 @@ func fenceArgs(ref *store.LeaseRef) (*string, int64) {
 // whyNotAdvanced says why a run's update changed no row: no such run
 // (ErrNotFound), its lease is no longer the fence's (ErrLeaseLost), or it
 // is at another revision (ErrConflict).
-func whyNotAdvanced(ctx context.Context, tx pgx.Tx, runID string, fence *store.LeaseRef) error {
+func whyNotAdvanced(ctx context.Context, tx dbtx, runID string, fence *store.LeaseRef) error {
 	var owner *string
 	var epoch int64
 	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_epoch FROM runs WHERE id = $1`, runID).Scan(&owner, &epoch)

@@ -42,7 +42,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 // acquireIn takes the run's lease in tx (see AcquireLease) and returns
 // its new epoch, and whether it took the lease over from another owner
 // that never released it. The row stays locked until tx ends.
-func acquireIn(ctx context.Context, tx pgx.Tx, runID, owner string, now, expires time.Time) (int64, bool, error) {
+func acquireIn(ctx context.Context, tx dbtx, runID, owner string, now, expires time.Time) (int64, bool, error) {
 	var holder *string
 	var until, epoch int64
 	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&holder, &until)
@@ -124,7 +124,7 @@ func (s *Store) leaseMissing(ctx context.Context, runID string) error {
 
 // checkLease fences a commit: the run's lease must be ref's. The row stays
 // locked until the commit's transaction ends.
-func checkLease(ctx context.Context, tx pgx.Tx, runID string, ref *store.LeaseRef) error {
+func checkLease(ctx context.Context, tx dbtx, runID string, ref *store.LeaseRef) error {
 	var owner *string
 	var epoch int64
 	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_epoch FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&owner, &epoch)

@@ -140,7 +140,7 @@ func (l *Library) Names(k library.Kind) ([]string, error) {
 }
 
 // write runs fn in a transaction holding the library's lock.
-func (l *Library) write(fn func(ctx context.Context, tx pgx.Tx) error) error {
+func (l *Library) write(fn func(ctx context.Context, tx dbtx) error) error {
 	ctx, cancel := opContext()
 	defer cancel()
 	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
@@ -153,7 +153,7 @@ func (l *Library) write(fn func(ctx context.Context, tx pgx.Tx) error) error {
 
 // current is library.Library's: name's entry when the write may replace
 // it, nil when there is none, or a *library.ConflictError.
-func (l *Library) current(ctx context.Context, tx pgx.Tx, k library.Kind, name string, o library.WriteOptions) (*library.File, error) {
+func (l *Library) current(ctx context.Context, tx dbtx, k library.Kind, name string, o library.WriteOptions) (*library.File, error) {
 	f, err := l.row(ctx, tx, k, name)
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func (l *Library) current(ctx context.Context, tx pgx.Tx, k library.Kind, name s
 }
 
 // keep records f as a previous version.
-func (l *Library) keep(ctx context.Context, tx pgx.Tx, f *library.File, at int64) error {
+func (l *Library) keep(ctx context.Context, tx dbtx, f *library.File, at int64) error {
 	ext := f.Path[len(l.Dir(f.Kind))+1+len(f.Name):]
 	if _, err := tx.Exec(ctx, `INSERT INTO library_previous (kind, name, ext, content, kept_at) VALUES ($1, $2, $3, $4, $5)`,
 		string(f.Kind), f.Name, ext, f.Content, at); err != nil {
@@ -180,7 +180,7 @@ func (l *Library) keep(ctx context.Context, tx pgx.Tx, f *library.File, at int64
 	return nil
 }
 
-func (l *Library) put(ctx context.Context, tx pgx.Tx, k library.Kind, name, ext string, content []byte, at int64) error {
+func (l *Library) put(ctx context.Context, tx dbtx, k library.Kind, name, ext string, content []byte, at int64) error {
 	_, err := tx.Exec(ctx, `INSERT INTO library_entries (kind, name, ext, content, revision, modified) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (kind, name) DO UPDATE SET ext = EXCLUDED.ext, content = EXCLUDED.content, revision = EXCLUDED.revision, modified = EXCLUDED.modified`,
 		string(k), name, ext, content, library.Revision(content), at)
@@ -206,7 +206,7 @@ func (l *Library) Save(k library.Kind, name, ext string, content []byte, o libra
 		return nil, fmt.Errorf("save %s %q: extension %q: want .yaml, .yml or .json", k, name, ext)
 	}
 	var out *library.File
-	err := l.write(func(ctx context.Context, tx pgx.Tx) error {
+	err := l.write(func(ctx context.Context, tx dbtx) error {
 		old, err := l.current(ctx, tx, k, name, o)
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func (l *Library) Delete(k library.Kind, name, expectedVersion string) (*library
 		return nil, err
 	}
 	var out *library.File
-	err := l.write(func(ctx context.Context, tx pgx.Tx) error {
+	err := l.write(func(ctx context.Context, tx dbtx) error {
 		f, err := l.current(ctx, tx, k, name, library.WriteOptions{ExpectedVersion: expectedVersion, Overwrite: expectedVersion == ""})
 		if err != nil {
 			return err
@@ -270,7 +270,7 @@ func (l *Library) Rename(name, newName, expectedVersion string, rewrite func([]b
 		return nil, err
 	}
 	var out *library.File
-	err := l.write(func(ctx context.Context, tx pgx.Tx) error {
+	err := l.write(func(ctx context.Context, tx dbtx) error {
 		f, err := l.current(ctx, tx, library.Saved, name, library.WriteOptions{ExpectedVersion: expectedVersion, Overwrite: expectedVersion == ""})
 		if err != nil {
 			return err
@@ -348,7 +348,7 @@ func (l *Library) Seed(from library.Backend, note string) (int, error) {
 		return 0, err
 	}
 	n := 0
-	err := l.write(func(ctx context.Context, tx pgx.Tx) error {
+	err := l.write(func(ctx context.Context, tx dbtx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO shared_marks (name, at, note) VALUES ('library-seeded', $1, $2) ON CONFLICT (name) DO NOTHING`,
 			l.now().UnixNano(), note)
 		if err != nil {
