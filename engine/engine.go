@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/schema"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
@@ -133,6 +134,11 @@ type Engine struct {
 	// remote follows other processes' changes to runs (runfeed.go; nil
 	// until Recover, or when the store tells none).
 	remote atomic.Pointer[remoteRuns]
+	// mine: runs this engine was asked to drive (started, continued,
+	// resumed…), the most recent maxMine: before Recover, the timer loop
+	// wakes only theirs, so that a one-shot command does not drive other
+	// processes' runs.
+	mine *cache.LRU[string, struct{}]
 	// retrying: runs whose lease another live process holds, with a look
 	// again armed for when it expires (notHeld).
 	retrying map[string]bool
@@ -174,6 +180,7 @@ func New(cfg Config) (*Engine, error) {
 		active:    map[string]*driver{},
 		leases:    map[string]*heldLease{},
 		retrying:  map[string]bool{},
+		mine:      cache.New[string, struct{}](maxMine),
 		leaseTTL:  cfg.LeaseTTL,
 	}
 	if e.leaseTTL <= 0 {
@@ -280,6 +287,7 @@ func (e *Engine) schedule(runID string) {
 	if e.stopping {
 		return
 	}
+	e.mine.Add(runID, struct{}{})
 	if d, ok := e.active[runID]; ok {
 		d.again = true
 		return

@@ -390,3 +390,34 @@ func TestOwnerIDs(t *testing.T) {
 		t.Errorf("the parent process is alive")
 	}
 }
+
+// Before Recover an engine wakes only the runs it was asked to drive: a
+// one-shot command does not drive another process's run whose sleep came
+// due, until it is asked to (Resume).
+func TestOneShotEngineLeavesOtherRunsTimers(t *testing.T) {
+	l := newLedger()
+	reg := ledgerRegistry(l)
+	path := filepath.Join(t.TempDir(), "shared.db")
+	b := openLeaseProc(t, path, reg, time.Hour)
+	id := startDoc(t, b.eng, "version: 1\nname: nap\nsteps:\n  - id: nap\n    sleep: 200ms\n  - id: effect\n    uses: ledger\n")
+	waitFor(t, func() bool {
+		r, err := b.db.GetRun(context.Background(), id)
+		return err == nil && r.Status == store.StatusRunning && len(r.State) > 0 && strings.Contains(string(r.State), `"wait"`)
+	})
+	b.close() // parked: its lease released
+	a := openLeaseProc(t, path, reg, time.Hour)
+	time.Sleep(600 * time.Millisecond) // the sleep is due meanwhile
+	if n := l.count(id, "effect"); n != 0 {
+		t.Fatalf("a one-shot engine drove another process's run (%d executions)", n)
+	}
+	if _, err := a.eng.Resume(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		r, err := a.db.GetRun(context.Background(), id)
+		return err == nil && r.Status == store.StatusSucceeded
+	})
+	if n := l.count(id, "effect"); n != 1 {
+		t.Fatalf("effect executed %d times", n)
+	}
+}

@@ -23,7 +23,13 @@ const (
 	timerPoll    = 2 * time.Second
 	claimPoll    = time.Second
 	claimBackoff = 100 * time.Millisecond
+	// othersBackoff: before Recover, due wake-ups of other processes'
+	// runs are not this loop's; it looks again this much later.
+	othersBackoff = 250 * time.Millisecond
 )
+
+// maxMine bounds Engine.mine.
+const maxMine = 4096
 
 func (e *Engine) timerLoop() {
 	defer close(e.timerDone)
@@ -40,10 +46,13 @@ func (e *Engine) timerLoop() {
 				wait = d
 			}
 		}
-		if claiming && !claimed {
+		switch {
+		case claiming && !claimed:
 			// The earliest wake-up is due but its run was not claimable
 			// (another process drives it): look again soon, not at once.
 			wait = max(wait, claimBackoff)
+		case !claiming && !claimed:
+			wait = max(wait, othersBackoff)
 		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -72,10 +81,17 @@ func (e *Engine) timerLoop() {
 			e.log.Error("due timers", "err", err)
 			continue
 		}
+		woke := 0
 		for _, t := range due {
-			e.schedule(t.RunID)
+			if e.mine.Contains(t.RunID) {
+				e.schedule(t.RunID)
+				woke++
+			}
 		}
-		if len(due) > 0 {
+		// Due wake-ups of other processes' runs only: not this loop's to
+		// serve; look again at the next poll, not at once.
+		claimed = woke > 0 || len(due) == 0
+		if woke > 0 {
 			// Give the drivers a moment to clear the timers they serve, so
 			// the loop does not spin on the same due rows.
 			select {
