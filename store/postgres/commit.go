@@ -38,6 +38,16 @@ const sqlAdvanceRunAt = `UPDATE runs SET rev = rev + 1, updated_at = $1,
 		lease_expires = CASE WHEN $15 THEN 0 ELSE lease_expires END
 	WHERE id = $10 AND rev = $11 AND event_seq = $12 AND ($13::text IS NULL OR (lease_owner = $13 AND lease_epoch = $14)) RETURNING rev`
 
+// sqlAdvanceRunOrFail is sqlAdvanceRunAt that fails (division by zero,
+// codeNotAdvanced) when it changes no row: in a commit sent whole with its
+// COMMIT (commitOneTrip), the error is what keeps the statements after it,
+// and the COMMIT, from running.
+const sqlAdvanceRunOrFail = `WITH u AS (` + sqlAdvanceRunAt + `)
+	SELECT max(rev) + 0 * (1 / count(*)) FROM u`
+
+// codeNotAdvanced is the SQLSTATE of sqlAdvanceRunOrFail's failure.
+const codeNotAdvanced = "22012"
+
 // The other statements of a commit.
 const (
 	sqlClosePause    = `UPDATE pauses SET status = $1, answer = $2, answered_at = $3 WHERE run_id = $4 AND seq = $5 AND status = 'open'`
@@ -132,6 +142,9 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 // c.EventSeq. It reports false, having written nothing, when the run is
 // not at c.Rev and c.EventSeq.
 func commitAt(ctx context.Context, tx dbtx, c store.Commit, now time.Time, res *store.CommitResult, notice []any, owner *string, epoch int64) (bool, error) {
+	if lt, ok := tx.(*lazyTx); ok && lt.lone && !lt.begun && c.ClosePause == nil && c.Acquire == nil {
+		return commitOneTrip(ctx, lt, c, now, res, notice, owner, epoch)
+	}
 	u := c.Run
 	rev := c.Rev + 1
 	b := &pgx.Batch{}
@@ -166,6 +179,56 @@ func commitAt(ctx context.Context, tx dbtx, c store.Commit, now time.Time, res *
 		_ = br.Close()
 		return false, err
 	}
+	return true, br.Close()
+}
+
+// commitOneTrip is commitAt for a lone write (runLone): BEGIN, the run's
+// update, the rest and COMMIT in one batch, one round trip. Only a commit
+// whose every check fails as an SQL error may go this way (the update's
+// check does, sqlAdvanceRunOrFail; a pause's close is checked by a count,
+// so a commit closing one does not): a failure then keeps the COMMIT from
+// running, and the transaction is rolled back. When the run is not at
+// c.Rev and c.EventSeq (or no longer leased to the fence) it reports
+// false, having written nothing, and the caller goes on in a new
+// transaction.
+func commitOneTrip(ctx context.Context, lt *lazyTx, c store.Commit, now time.Time, res *store.CommitResult, notice []any, owner *string, epoch int64) (bool, error) {
+	u := c.Run
+	b := &pgx.Batch{}
+	b.Queue(sqlAdvanceRunOrFail,
+		nanos(now), nullString(u.Status), blob(u.State), blob(u.Inputs),
+		u.Reopen, blob(u.Outputs), blob(u.Error), nullable(u.FinishedAt),
+		len(c.Events), c.RunID, c.Rev, c.EventSeq, owner, epoch, c.Release)
+	plan := queueRest(b, c, c.Rev+1, c.EventSeq, now, notice)
+	b.Queue(`COMMIT`)
+	br := lt.SendBatch(ctx, b)
+	if lt.err != nil {
+		_ = br.Close()
+		return false, lt.err
+	}
+	var got int64
+	if err := br.QueryRow().Scan(&got); err != nil {
+		_ = br.Close()
+		if sqlState(err) != codeNotAdvanced {
+			return false, err
+		}
+		// Nothing after the update ran: roll back, and let the caller
+		// begin again.
+		if _, err := lt.q.Exec(ctx, `ROLLBACK`); err != nil {
+			return false, err
+		}
+		lt.begun = false
+		return false, nil
+	}
+	*res = store.CommitResult{Rev: got}
+	if err := readRest(br, c, plan, res); err != nil {
+		_ = br.Close()
+		return false, err
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		_ = br.Close()
+		return false, err
+	}
+	lt.committed = true
 	return true, br.Close()
 }
 

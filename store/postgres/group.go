@@ -196,7 +196,7 @@ func (s *Store) runLone(op *groupOp) error {
 		return err
 	}
 	defer conn.Release()
-	tx := &lazyTx{q: conn, first: `BEGIN`}
+	tx := &lazyTx{q: conn, first: `BEGIN`, lone: true}
 	op.err = op.fn(context.WithoutCancel(op.ctx), tx)
 	switch {
 	case tx.err != nil:
@@ -204,17 +204,20 @@ func (s *Store) runLone(op *groupOp) error {
 		// suspect.
 		conn.Conn().Close(ctx)
 		return tx.err
+	case op.err == nil && tx.committed:
+		// The op's batch carried the COMMIT (commitOneTrip).
 	case !tx.begun:
-		return nil // the op sent nothing
+		return nil // the op sent nothing (or rolled back what it sent)
 	case op.err != nil:
 		if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
 			conn.Conn().Close(ctx)
 		}
 		return nil
-	}
-	if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
-		conn.Conn().Close(ctx)
-		return err
+	default:
+		if _, err := conn.Exec(ctx, `COMMIT`); err != nil {
+			conn.Conn().Close(ctx)
+			return err
+		}
 	}
 	s.commits.Add(1)
 	s.writes.Add(1)
@@ -230,6 +233,9 @@ type lazyTx struct {
 	first string
 	begun bool
 	err   error // first's failure
+	// lone: the transaction is the op's own (runLone), which a commit may
+	// end itself (committed).
+	lone, committed bool
 }
 
 func (t *lazyTx) begin(ctx context.Context) {
