@@ -326,3 +326,63 @@ func TestSharedBatchIsolatesServerErrors(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLoneCommitInOneTrip: a lone commit sent whole with its COMMIT
+// (commitOneTrip) that finds the run elsewhere — another event sequence,
+// another revision, another lease — writes nothing of that attempt: with
+// a wrong sequence hint it is done the usual way (events numbered from the
+// run's real sequence), with a stale revision or lease it is refused, the
+// run unchanged.
+func TestLoneCommitInOneTrip(t *testing.T) {
+	s := openFresh(t, Options{})
+	ctx := context.Background()
+	if err := s.PutVersion(ctx, store.Version{Version: "v", Name: "wf", Definition: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	owner := "A"
+	r := store.Run{ID: "r", Workflow: "wf", Version: "v", Status: store.StatusRunning, Lease: &store.Lease{Owner: owner, Expires: time.Now().Add(time.Hour)}}
+	res, err := s.CreateRun(ctx, r, []store.Event{{Type: "run.started"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := res.Lease.Ref()
+	step := func(key string) []store.Step {
+		return []store.Step{{Key: key, Visit: 1, StepID: key, Status: "succeeded", Attempts: 1}}
+	}
+	// Right hint: one trip.
+	if _, err := s.Commit(ctx, store.Commit{RunID: "r", Rev: 1, EventSeq: 1, Lease: ref, Steps: step("a"), Events: []store.Event{{Type: "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Wrong hint (the run's sequence is 2, not 7): rolled back, then done.
+	res, err = s.Commit(ctx, store.Commit{RunID: "r", Rev: 2, EventSeq: 7, Lease: ref, Steps: step("b"), Events: []store.Event{{Type: "b"}}})
+	if err != nil || len(res.EventSeqs) != 1 || res.EventSeqs[0] != 3 {
+		t.Fatalf("commit with a wrong hint: %+v %v", res, err)
+	}
+	before, err := s.GetRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, store.Commit{RunID: "r", Rev: 2, EventSeq: 3, Lease: ref, Steps: step("c"), Events: []store.Event{{Type: "c"}}}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale revision: %v", err)
+	}
+	stale := *ref
+	stale.Epoch++
+	if _, err := s.Commit(ctx, store.Commit{RunID: "r", Rev: 3, EventSeq: 3, Lease: &stale, Steps: step("c"), Events: []store.Event{{Type: "c"}}}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale lease: %v", err)
+	}
+	after, err := s.GetRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := s.Steps(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.Events(ctx, "r", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Rev != before.Rev || after.EventSeq != 3 || len(steps) != 2 || len(events) != 3 {
+		t.Fatalf("refused commits wrote: run %+v, %d steps, %d events", after, len(steps), len(events))
+	}
+}
