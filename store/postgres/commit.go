@@ -78,7 +78,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 	if err := store.CheckCommitLease(c); err != nil {
 		return res, fmt.Errorf("commit run %s: %w", c.RunID, err)
 	}
-	err := s.groupTx(ctx, func(ctx context.Context, tx dbtx) error {
+	err := s.groupTx(ctx, c.RunID, func(ctx context.Context, tx dbtx) error {
 		// The fence is checked by the run's update itself (fence), unless
 		// the commit also acquires: then before, as AcquireLease would.
 		var fence *store.LeaseRef

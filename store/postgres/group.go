@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"sync"
 
@@ -12,13 +13,15 @@ import (
 
 // Group commit, as in store/sqlite (see its group.go): every transaction
 // pays fixed costs (BEGIN, COMMIT, the WAL flush the server waits for)
-// whatever it carries, so concurrent writes of this process queue here and
-// whoever finds the writer free becomes the leader: it takes what is
-// queued and writes it in one transaction, each write inside its own
+// whatever it carries, so concurrent writes of this process queue here
+// (in one of writeLanes lanes) and whoever finds its lane's writer free
+// becomes the leader: it takes what is queued and writes it in one
+// transaction on a connection of its own, each write inside its own
 // savepoint, so that one write's failure (a conflict, a closed pause, a
-// missing run) rolls back that write alone and is returned to its caller
-// only. Every caller of a batch returns after the one COMMIT. A lone write
-// is a batch of one, written at once, without a savepoint.
+// missing run; a deadlock's victim is written again) rolls back that write
+// alone and is returned to its caller only. Every caller of a batch
+// returns after the one COMMIT. A lone write is a batch of one, written at
+// once, without a savepoint, in as few round trips as it can (runLone).
 //
 // A batch carries at most maxBatch writes: each savepoint that writes is a
 // subtransaction (two for a commit in one round trip, commit.go), and a
@@ -42,11 +45,28 @@ type groupOp struct {
 
 var groupOps = sync.Pool{New: func() any { return &groupOp{wake: make(chan struct{}, 1)} }}
 
-// group is the queue of writes and whether a leader is writing.
+// group is the queue of writes and whether a leader is writing: one lane.
 type group struct {
 	mu    sync.Mutex
 	queue []*groupOp
 	busy  bool
+}
+
+// writeLanes is how many lanes writes are spread over, each with its own
+// queue, leader and connection, by the key of what they write (the run,
+// the version): one writer leaves the process waiting on round trips while
+// the server has cores to spare (64 runs recording effect steps kept a
+// third of a core busy). Writes of one key always take the same lane, so
+// two lanes never lock the same run and cannot deadlock on runs; a write
+// that is a deadlock's victim all the same (a purge, which deletes many
+// runs) is written again.
+const writeLanes = 3
+
+// lane returns the lane of writes of key.
+func (s *Store) lane(key string) *group {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return &s.lanes[h.Sum32()%uint32(len(s.lanes))]
 }
 
 // groupTx runs fn in a write transaction shared with whatever other writes
@@ -55,13 +75,16 @@ type group struct {
 // fn runs with a context that is not canceled: an interrupted statement
 // would end the connection and the whole shared transaction. A caller
 // whose ctx ends before its turn gets ctx's error and nothing is written.
-func (s *Store) groupTx(ctx context.Context, fn func(context.Context, dbtx) error) error {
+//
+// key names what fn writes (a run's id, a version): writes of one key go
+// through one lane (see writeLanes).
+func (s *Store) groupTx(ctx context.Context, key string, fn func(context.Context, dbtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	op := groupOps.Get().(*groupOp)
 	op.ctx, op.fn, op.err, op.lead = ctx, fn, nil, false
-	g := &s.group
+	g := s.lane(key)
 	g.mu.Lock()
 	g.queue = append(g.queue, op)
 	if g.busy {
@@ -144,21 +167,31 @@ func (s *Store) runBatch(batch []*groupOp) error {
 		// statements (one round trip for a commit) and never released: a
 		// failed op rolls back to it, the others stay. Names are unique,
 		// so a rollback can only reach its own op's savepoint.
-		name := "w" + strconv.Itoa(i)
-		sp := &lazyTx{q: tx, first: `SAVEPOINT ` + name}
-		op.err = op.fn(context.WithoutCancel(op.ctx), sp)
-		switch {
-		case sp.err != nil:
-			_ = tx.Rollback(ctx)
-			return fmt.Errorf("savepoint: %w", sp.err)
-		case op.err == nil:
-			written++
-		case sp.begun:
-			// Undo this op alone; should the connection be gone, this
-			// fails and so does the batch.
-			if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT `+name); err != nil {
+		// A write chosen as a deadlock's victim (batches written at once
+		// may lock two runs in opposite orders) is undone alone, which
+		// frees its locks, and written again.
+		for attempt := 0; ; attempt++ {
+			name := "w" + strconv.Itoa(i) + "_" + strconv.Itoa(attempt)
+			sp := &lazyTx{q: tx, first: `SAVEPOINT ` + name}
+			op.err = op.fn(context.WithoutCancel(op.ctx), sp)
+			if sp.err != nil {
 				_ = tx.Rollback(ctx)
-				return fmt.Errorf("roll back to savepoint: %w", err)
+				return fmt.Errorf("savepoint: %w", sp.err)
+			}
+			if op.err == nil {
+				written++
+				break
+			}
+			if sp.begun {
+				// Undo this op alone; should the connection be gone, this
+				// fails and so does the batch.
+				if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT `+name); err != nil {
+					_ = tx.Rollback(ctx)
+					return fmt.Errorf("roll back to savepoint: %w", err)
+				}
+			}
+			if sqlState(op.err) != codeDeadlock || attempt == 2 {
+				break
 			}
 		}
 	}
@@ -198,6 +231,17 @@ func (s *Store) runLone(op *groupOp) error {
 	defer conn.Release()
 	tx := &lazyTx{q: conn, first: `BEGIN`, lone: true}
 	op.err = op.fn(context.WithoutCancel(op.ctx), tx)
+	for attempt := 0; attempt < 2 && op.err != nil && sqlState(op.err) == codeDeadlock && tx.err == nil; attempt++ {
+		// A deadlock's victim (see runBatch): roll back, write again.
+		if tx.begun {
+			if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
+				conn.Conn().Close(ctx)
+				return err
+			}
+		}
+		tx = &lazyTx{q: conn, first: `BEGIN`, lone: true}
+		op.err = op.fn(context.WithoutCancel(op.ctx), tx)
+	}
 	switch {
 	case tx.err != nil:
 		// BEGIN itself failed: nothing was written; the connection is

@@ -62,8 +62,8 @@ type Store struct {
 	// Commit, CreateRun and PutVersion calls they carried (see Stats).
 	commits, writes atomic.Int64
 
-	// group queues concurrent writes into shared transactions (group.go).
-	group group
+	// lanes queue concurrent writes into shared transactions (group.go).
+	lanes []group
 
 	// runs is the feed of run changes (runfeed.go).
 	runs *Feed
@@ -153,7 +153,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %s", shown, scrub(rawURL, err))
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, lanes: make([]group, writeLanes)}
 	if s.runs, err = s.feedOn(ctx, "stepwise_runs_"); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %s", shown, scrub(rawURL, err))
@@ -203,6 +203,7 @@ func (s *Store) Stats() Stats {
 const (
 	codeUniqueViolation     = "23505"
 	codeForeignKeyViolation = "23503"
+	codeDeadlock            = "40P01"
 )
 
 // sqlState is the SQLSTATE of a server error ("" for any other error).

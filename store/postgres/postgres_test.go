@@ -223,6 +223,7 @@ func TestGroupCommitSharesTransactions(t *testing.T) {
 // other writes of the same shared transaction are written.
 func TestSharedBatchIsolatesServerErrors(t *testing.T) {
 	s := openFresh(t, Options{})
+	s.lanes = make([]group, 1) // every write in one lane: one batch
 	ctx := context.Background()
 	if err := s.PutVersion(ctx, store.Version{Version: "v", Name: "wf", Definition: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
@@ -244,7 +245,7 @@ func TestSharedBatchIsolatesServerErrors(t *testing.T) {
 	// Hold the writer so that every write below queues into one batch.
 	hold, held := make(chan struct{}), make(chan struct{})
 	go func() {
-		_ = s.groupTx(ctx, func(context.Context, dbtx) error { close(held); <-hold; return nil })
+		_ = s.groupTx(ctx, "", func(context.Context, dbtx) error { close(held); <-hold; return nil })
 	}()
 	<-held
 	before := s.Stats()
@@ -282,9 +283,9 @@ func TestSharedBatchIsolatesServerErrors(t *testing.T) {
 		})
 	}
 	for {
-		s.group.mu.Lock()
-		n := len(s.group.queue)
-		s.group.mu.Unlock()
+		s.lanes[0].mu.Lock()
+		n := len(s.lanes[0].queue)
+		s.lanes[0].mu.Unlock()
 		if n == good+4 { // the holder's op left the queue when it began
 			break
 		}

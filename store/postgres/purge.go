@@ -131,7 +131,7 @@ func (s *Store) countPurge(ctx context.Context, f store.PurgeFilter) (store.Purg
 func (s *Store) purgeOnce(ctx context.Context, f store.PurgeFilter, limit int) (store.PurgeResult, int, error) {
 	var res store.PurgeResult
 	roots := 0
-	err := s.groupTx(ctx, func(ctx context.Context, tx dbtx) error {
+	err := s.groupTx(ctx, "purge", func(ctx context.Context, tx dbtx) error {
 		res, roots = store.PurgeResult{}, 0
 		for _, q := range []string{
 			`CREATE TEMP TABLE IF NOT EXISTS purge_ids (id TEXT COLLATE "C" PRIMARY KEY) ON COMMIT DROP`,

@@ -31,7 +31,7 @@ func (s *Store) PutVersion(ctx context.Context, v store.Version) error {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	err = s.groupTx(ctx, func(ctx context.Context, tx dbtx) error {
+	err = s.groupTx(ctx, "version "+v.Version, func(ctx context.Context, tx dbtx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO versions (version, name, definition, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (version) DO NOTHING`,
 			v.Version, v.Name, []byte(v.Definition), nanos(at))
 		return err
@@ -73,7 +73,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	if err != nil {
 		return store.CommitResult{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	err = s.groupTx(ctx, func(ctx context.Context, tx dbtx) error {
+	err = s.groupTx(ctx, r.ID, func(ctx context.Context, tx dbtx) error {
 		b := &pgx.Batch{}
 		b.Queue(sqlInsertRun, r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
 			nullString(r.ParentID), len(events), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
