@@ -708,6 +708,12 @@ func readSnapshots(home string) (map[string]*runSnap, error) {
 		return nil, err
 	}
 	defer db.Close()
+	return snapshotsOf(db)
+}
+
+// snapshotsOf reads every run of a store's database (SQLite's or
+// PostgreSQL's: the tables are the same) in one read transaction.
+func snapshotsOf(db *sql.DB) (map[string]*runSnap, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), procTimeout)
 	defer cancel()
 	// One read transaction: one consistent view.
