@@ -212,20 +212,26 @@ func waitAll(t *testing.T, cs *mcp.ClientSession, runs []string, limit time.Dura
 func TestServesAndResumeAllOnOneHome(t *testing.T) {
 	bin := sharedBinary(t)
 	home := t.TempDir()
-	servers := []*mcp.ClientSession{
-		serveStdio(t, "--home", home, "serve"),
-		serveStdio(t, "--home", home, "serve"),
-	}
 	shape := effectShape{name: "effects", effects: 4, between: "100ms"}
 	const runs = 50
-	began := time.Now()
-	ids := make([]string, runs)
-	for i := range ids {
-		r, isErr := callTool(t, servers[i%2], "run_start", map[string]any{"definition": shape.yaml(), "wait_seconds": 0}, nil)
+	ids := make([]string, 0, runs)
+	start := func(cs *mcp.ClientSession, which int) {
+		r, isErr := callTool(t, cs, "run_start", map[string]any{"definition": shape.yaml(), "wait_seconds": 0}, nil)
 		if isErr || r.RunID == "" {
-			t.Fatalf("run_start %d through server %d: %+v", i, i%2+1, r)
+			t.Fatalf("run_start %d through server %d: %+v", len(ids), which, r)
 		}
-		ids[i] = r.RunID
+		ids = append(ids, r.RunID)
+	}
+	// The second server starts (and recovers, as a server does at start)
+	// while the first one's runs are in flight; then both start runs.
+	servers := []*mcp.ClientSession{serveStdio(t, "--home", home, "serve")}
+	began := time.Now()
+	for range runs / 4 {
+		start(servers[0], 1)
+	}
+	servers = append(servers, serveStdio(t, "--home", home, "serve"))
+	for len(ids) < runs {
+		start(servers[len(ids)%2], len(ids)%2+1)
 	}
 	t.Logf("%d runs started through 2 servers in %v", runs, time.Since(began).Round(time.Millisecond))
 
@@ -331,7 +337,7 @@ func tailString(s string, n int) string {
 
 // TestReplicasAnswerAnywhere: three `serve --http` replicas on one
 // PostgreSQL database. A workflow saved through replica 1 is run by name
-// through the others; 200 runs, each started through one replica and
+// through the others (runs 1, 4, … start through replica 2); 200 runs, each started through one replica and
 // answered through the next, all finish with each effect once and each
 // step recorded once.
 func TestReplicasAnswerAnywhere(t *testing.T) {
@@ -412,6 +418,7 @@ func TestReplicaKilledMidRun(t *testing.T) {
 
 	const runs = 30
 	ids := make([]string, runs)
+	began := time.Now()
 	for i := range ids {
 		r, isErr := callTool(t, rs.sessions[i%3], "run_start", map[string]any{"workflow": shape.name, "wait_seconds": 0}, nil)
 		if isErr || r.RunID == "" {
@@ -490,7 +497,8 @@ func TestReplicaKilledMidRun(t *testing.T) {
 			finished++
 		}
 	}
-	t.Logf("replica 1 (pid %d) killed driving %d runs (%d of %d runs finished by then)", pid, len(driven), finished, runs)
+	t.Logf("replica 1 (pid %d) killed %v after the first start, driving %d runs (%d of %d runs finished 1 s later)",
+		pid, killed.Sub(began).Round(time.Millisecond), len(driven), finished, runs)
 	if len(driven) == 0 {
 		t.Fatal("the killed replica drove no run at the kill: the test did not test a takeover")
 	}
@@ -500,6 +508,22 @@ func TestReplicaKilledMidRun(t *testing.T) {
 	for _, id := range ids {
 		if status[id] != "succeeded" {
 			t.Errorf("run %s: %s", id, status[id])
+		}
+	}
+
+	// Each of the killed replica's runs was taken over by another
+	// replica's claim, which logs it.
+	var logs strings.Builder
+	for _, l := range rs.logs[1:] {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs.Write(b)
+	}
+	for _, id := range driven {
+		if !strings.Contains(logs.String(), `msg="took over a run whose driver stopped" run_id=`+id) {
+			t.Errorf("run %s: no replica logged taking it over", id)
 		}
 	}
 
