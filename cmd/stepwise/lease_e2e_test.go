@@ -42,6 +42,10 @@ type effectShape struct {
 	effects int
 	// between: a noop step of this delay between two effects ("": none).
 	between string
+	// nap: a sleep step (a durable wake-up, which any process may serve)
+	// of this duration after e<napAfter> (default e1) ("": none).
+	nap      string
+	napAfter int
 	// shellSleep: the effects are shell commands that append, then sleep
 	// this long (a step that is killed while it sleeps has happened);
 	// otherwise the file action appends.
@@ -57,6 +61,24 @@ func (s effectShape) effectSteps() []string {
 	return ids
 }
 
+// steps are the ids of all the workflow's steps, in order.
+func (s effectShape) steps() []string {
+	var ids []string
+	if s.ask {
+		ids = append(ids, "ask")
+	}
+	for i, id := range s.effectSteps() {
+		if s.nap != "" && i == max(s.napAfter, 1) {
+			ids = append(ids, "nap")
+		}
+		if i > 0 && s.between != "" {
+			ids = append(ids, fmt.Sprintf("w%d", i))
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // yaml is the workflow.
 func (s effectShape) yaml() string {
 	var b strings.Builder
@@ -67,6 +89,9 @@ func (s effectShape) yaml() string {
 		answer = " ${{ steps.ask.answer }}"
 	}
 	for i, id := range s.effectSteps() {
+		if s.nap != "" && i == max(s.napAfter, 1) {
+			fmt.Fprintf(&b, "  - id: nap\n    sleep: %s\n", s.nap)
+		}
 		if i > 0 && s.between != "" {
 			fmt.Fprintf(&b, "  - id: w%d\n    uses: noop\n    with: {delay: %s}\n", i, s.between)
 		}
@@ -135,8 +160,9 @@ func checkEffects(t *testing.T, counts map[string]int, runs []string, steps []st
 }
 
 // checkRecorded checks what the store recorded for each run: succeeded,
-// each effect step's result once and its step.succeeded event once, and
-// what holds for any run (runSnap.selfCheck: gapless events, one end).
+// the result of each of steps (the workflow's, in order) once and no
+// other, each step.succeeded event once, and what holds for any run
+// (runSnap.selfCheck: gapless events, one end).
 func checkRecorded(t *testing.T, snaps map[string]*runSnap, runs []string, steps []string) {
 	t.Helper()
 	bad := 0
@@ -156,6 +182,11 @@ func checkRecorded(t *testing.T, snaps map[string]*runSnap, runs []string, steps
 			rows[st.StepID]++
 			if st.Status != "succeeded" {
 				probs = append(probs, fmt.Sprintf("step %s visit %d is %s", st.StepID, st.Visit, st.Status))
+			}
+		}
+		for _, st := range slices.Sorted(maps.Keys(rows)) {
+			if !slices.Contains(steps, st) {
+				probs = append(probs, fmt.Sprintf("a result of a step %q the workflow does not have", st))
 			}
 		}
 		byStep := countByStep(s.Events)
@@ -272,7 +303,7 @@ func TestServesAndResumeAllOnOneHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRecorded(t, snaps, ids, shape.effectSteps())
+	checkRecorded(t, snaps, ids, shape.steps())
 }
 
 // openPG opens a PostgreSQL database for the test to read the store.
@@ -337,17 +368,19 @@ func tailString(s string, n int) string {
 
 // TestReplicasAnswerAnywhere: three `serve --http` replicas on one
 // PostgreSQL database. A workflow saved through replica 1 is run by name
-// through the others (runs 1, 4, … start through replica 2); 200 runs, each started through one replica and
-// answered through the next, all finish with each effect once and each
-// step recorded once.
+// through the others (runs 1, 4, … start through replica 2); 200 runs,
+// each started through one replica and answered through the next, all
+// finish with each effect once and each step recorded once — the sleep
+// between two effects (a durable wake-up, which any replica's claim may
+// serve) included.
 func TestReplicasAnswerAnywhere(t *testing.T) {
 	rs := startReplicas(t, 3)
-	shape := effectShape{name: "answered", ask: true, effects: 3}
+	shape := effectShape{name: "answered", ask: true, effects: 3, nap: "300ms"}
 	if r, isErr := callTool(t, rs.sessions[0], "workflow_save", map[string]any{"content": shape.yaml()}, nil); isErr || !r.Valid {
 		t.Fatalf("workflow_save through replica 1: %+v", r)
 	}
 
-	const runs, clients = 200, 8
+	const runs, clients = 200, 20
 	ids := make([]string, runs)
 	problems := make([]string, runs)
 	began := time.Now()
@@ -396,20 +429,21 @@ func TestReplicasAnswerAnywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRecorded(t, snaps, ids, append([]string{"ask"}, shape.effectSteps()...))
+	checkRecorded(t, snaps, ids, shape.steps())
 }
 
 // TestReplicaKilledMidRun: three replicas drive runs of slow effect steps
-// (each appends its line, then sleeps); one is killed with SIGKILL while
-// it drives some. The others take its runs over once their leases expire
+// (each appends its line, then sleeps; a durable 300 ms sleep step after
+// the third); one is killed with SIGKILL while it drives some. The others take its runs over once their leases expire
 // (the engine's TTL, 15 s: serve has no flag for it), and every run
 // finishes with each step recorded once. An effect may happen twice only
 // for a step the killed replica had in flight — the first step of one of
 // its runs that the store had not recorded at the kill — so at most once
-// per run it drove.
+// per run it drove. (A run parked on its wake-up holds no lease: any
+// replica serves it when it is due.)
 func TestReplicaKilledMidRun(t *testing.T) {
 	rs := startReplicas(t, 3, "--allow-shell")
-	shape := effectShape{name: "slow", effects: 5, shellSleep: "0.2"}
+	shape := effectShape{name: "slow", effects: 5, nap: "300ms", napAfter: 3, shellSleep: "0.2"}
 	steps := shape.effectSteps()
 	if r, isErr := callTool(t, rs.sessions[0], "workflow_save", map[string]any{"content": shape.yaml()}, nil); isErr || !r.Valid {
 		t.Fatalf("workflow_save: %+v", r)
@@ -484,12 +518,16 @@ func TestReplicaKilledMidRun(t *testing.T) {
 		for _, st := range atKill[id].Steps {
 			recorded[st.StepID] = true
 		}
-		for _, st := range steps {
+		for _, st := range shape.steps() {
 			if !recorded[st] {
 				inFlight[id] = st
 				break
 			}
 		}
+	}
+	byStep := map[string]int{}
+	for _, st := range inFlight {
+		byStep[st]++
 	}
 	var finished int
 	for _, s := range atKill {
@@ -497,8 +535,8 @@ func TestReplicaKilledMidRun(t *testing.T) {
 			finished++
 		}
 	}
-	t.Logf("replica 1 (pid %d) killed %v after the first start, driving %d runs (%d of %d runs finished 1 s later)",
-		pid, killed.Sub(began).Round(time.Millisecond), len(driven), finished, runs)
+	t.Logf("replica 1 (pid %d) killed %v after the first start, driving %d runs, in flight by step %v (%d of %d runs finished 1 s later)",
+		pid, killed.Sub(began).Round(time.Millisecond), len(driven), byStep, finished, runs)
 	if len(driven) == 0 {
 		t.Fatal("the killed replica drove no run at the kill: the test did not test a takeover")
 	}
@@ -546,5 +584,5 @@ func TestReplicaKilledMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRecorded(t, snaps, ids, steps)
+	checkRecorded(t, snaps, ids, shape.steps())
 }
