@@ -432,6 +432,54 @@ func TestReplicasAnswerAnywhere(t *testing.T) {
 	checkRecorded(t, snaps, ids, shape.steps())
 }
 
+// ownerOf is a LIKE pattern for the lease owner ids of process pid
+// (machine/pid/nonce).
+func ownerOf(pid int) string { return fmt.Sprintf("%%/%d/%%", pid) }
+
+// waitDriving waits until process pid holds the leases of at least n
+// running runs that have a step recorded.
+func waitDriving(t *testing.T, db *sql.DB, pid, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var got int
+		err := db.QueryRow(`SELECT count(DISTINCT r.id) FROM runs r JOIN steps s ON s.run_id = r.id
+			WHERE r.lease_owner LIKE $1 AND r.status = 'running'`, ownerOf(pid)).Scan(&got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never drove %d runs with a recorded step (%d)", pid, n, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leasedBy returns the unfinished runs whose lease process pid holds (or
+// held, when it ended without releasing it and nobody took it over).
+func leasedBy(t *testing.T, db *sql.DB, pid int) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT id FROM runs WHERE lease_owner LIKE $1 AND status IN ('running', 'pending') ORDER BY id`, ownerOf(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := closeRows(rows); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 // TestReplicaKilledMidRun: three replicas drive runs of slow effect steps
 // (each appends its line, then sleeps; a durable 300 ms sleep step after
 // the third); one is killed with SIGKILL while it drives some. The others take its runs over once their leases expire
@@ -465,23 +513,7 @@ func TestReplicaKilledMidRun(t *testing.T) {
 	// their leases and has recorded some of their steps.
 	victim := rs.procs[0]
 	pid := victim.Process.Pid
-	owner := fmt.Sprintf("%%/%d/%%", pid)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var n int
-		err := db.QueryRow(`SELECT count(DISTINCT r.id) FROM runs r JOIN steps s ON s.run_id = r.id
-			WHERE r.lease_owner LIKE $1 AND r.status = 'running'`, owner).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n >= 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica 1 (pid %d) never drove 3 runs with a recorded step", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDriving(t, db, pid, 3)
 	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -494,21 +526,7 @@ func TestReplicaKilledMidRun(t *testing.T) {
 	// The runs the killed replica was driving (still running, leased by
 	// it) and, for each, the step in flight: the first not recorded.
 	inFlight := map[string]string{}
-	rows, err := db.Query(`SELECT id FROM runs WHERE lease_owner LIKE $1 AND status IN ('running', 'pending')`, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var driven []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		driven = append(driven, id)
-	}
-	if err := closeRows(rows); err != nil {
-		t.Fatal(err)
-	}
+	driven := leasedBy(t, db, pid)
 	atKill, err := snapshotsOf(db)
 	if err != nil {
 		t.Fatal(err)
@@ -579,6 +597,60 @@ func TestReplicaKilledMidRun(t *testing.T) {
 	t.Logf("%d effects repeated, of %d steps in flight on the killed replica", repeats, len(inFlight))
 	if repeats > len(driven) {
 		t.Errorf("%d effects repeated, more than the %d runs the killed replica drove", repeats, len(driven))
+	}
+	snaps, err := snapshotsOf(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecorded(t, snaps, ids, shape.steps())
+}
+
+// TestReplicaStoppedMidRun: a replica stopped with SIGTERM while it drives
+// runs of slow effect steps lets its steps in flight finish, releases its
+// leases (nothing in the store is left leased by it) and exits 0; the
+// other replicas finish its runs, and no effect happens twice.
+func TestReplicaStoppedMidRun(t *testing.T) {
+	rs := startReplicas(t, 3, "--allow-shell")
+	shape := effectShape{name: "slow", effects: 5, shellSleep: "0.2"}
+	if r, isErr := callTool(t, rs.sessions[0], "workflow_save", map[string]any{"content": shape.yaml()}, nil); isErr || !r.Valid {
+		t.Fatalf("workflow_save: %+v", r)
+	}
+	db := openPG(t, rs.db)
+	const runs = 30
+	ids := make([]string, runs)
+	for i := range ids {
+		r, isErr := callTool(t, rs.sessions[i%3], "run_start", map[string]any{"workflow": shape.name, "wait_seconds": 0}, nil)
+		if isErr || r.RunID == "" {
+			t.Fatalf("run_start %d through replica %d: %+v", i, i%3+1, r)
+		}
+		ids[i] = r.RunID
+	}
+	stopped := rs.procs[0]
+	pid := stopped.Process.Pid
+	waitDriving(t, db, pid, 3)
+	before := leasedBy(t, db, pid)
+	if err := stopped.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopped.Wait(); err != nil {
+		t.Errorf("replica 1 after SIGTERM: %v, want exit 0", err)
+	}
+	if held := leasedBy(t, db, pid); len(held) > 0 {
+		t.Errorf("replica 1 exited holding the leases of %d runs: %v", len(held), held)
+	}
+	t.Logf("replica 1 stopped driving %d runs", len(before))
+	stop := time.Now()
+
+	status := waitAll(t, rs.sessions[1], ids, 45*time.Second)
+	t.Logf("every run ended %v after replica 1 exited", time.Since(stop).Round(time.Millisecond))
+	for _, id := range ids {
+		if status[id] != "succeeded" {
+			t.Errorf("run %s: %s", id, status[id])
+		}
+	}
+	counts := effectCounts(t, filepath.Join(rs.workspace, effectsFile))
+	for k, n := range checkEffects(t, counts, ids, shape.effectSteps()) {
+		t.Errorf("effect %q happened %d times", k, n)
 	}
 	snaps, err := snapshotsOf(db)
 	if err != nil {
