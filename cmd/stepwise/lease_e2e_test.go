@@ -306,6 +306,85 @@ func TestServesAndResumeAllOnOneHome(t *testing.T) {
 	checkRecorded(t, snaps, ids, shape.steps())
 }
 
+// TestServeKilledOnOneHome: of two `stepwise serve` processes on one
+// home, the one driving runs of slow effect steps is killed with SIGKILL;
+// `resume --all` started at once takes its runs over without waiting for
+// their leases to expire (their holder is a process of this machine that
+// no longer exists) and drives them to their end. The other server never
+// drives them twice: only the steps in flight at the kill happen again.
+func TestServeKilledOnOneHome(t *testing.T) {
+	bin := sharedBinary(t)
+	home := t.TempDir()
+	victim := exec.Command(bin, "--home", home, "serve", "--allow-shell")
+	cs1, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: victim}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs1.Close() })
+	cs2 := serveStdio(t, "--home", home, "serve", "--allow-shell")
+	shape := effectShape{name: "slow", effects: 5, shellSleep: "0.2"}
+	const runs = 20
+	ids := make([]string, runs)
+	for i := range ids {
+		r, isErr := callTool(t, cs1, "run_start", map[string]any{"definition": shape.yaml(), "wait_seconds": 0}, nil)
+		if isErr || r.RunID == "" {
+			t.Fatalf("run_start %d: %+v", i, r)
+		}
+		ids[i] = r.RunID
+	}
+	db, err := openHomeDB(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pid := victim.Process.Pid
+	waitDriving(t, db, pid, 3)
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Wait()
+	driven := leasedBy(t, db, pid)
+	atKill, err := readSnapshots(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight, byStep := stepsInFlight(atKill, driven, shape.steps())
+	t.Logf("serve 1 (pid %d) killed driving %d runs, in flight by step %v", pid, len(driven), byStep)
+	if len(driven) == 0 {
+		t.Fatal("the killed server drove no run at the kill: the test did not test a takeover")
+	}
+
+	killed := time.Now()
+	res := resumeAllProc(t, bin, home, "full", 0, 60*time.Second, func() string { return "" })
+	t.Logf("resume --all ended %v after the kill: %s", time.Since(killed).Round(time.Millisecond), strings.TrimSpace(res.stderr))
+	// It drove the killed server's runs to their end: none is left
+	// running (within the lease TTL, which would let the other server
+	// claim them).
+	after, err := readSnapshots(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range driven {
+		if s := after[id]; s == nil || s.Status != "succeeded" {
+			t.Errorf("run %s of the killed server after resume --all: %+v", id, s)
+		}
+	}
+
+	status := waitAll(t, cs2, ids, 45*time.Second)
+	for _, id := range ids {
+		if status[id] != "succeeded" {
+			t.Errorf("run %s: %s", id, status[id])
+		}
+	}
+	counts := effectCounts(t, filepath.Join(home, "workspace", effectsFile))
+	checkRepeats(t, checkEffects(t, counts, ids, shape.effectSteps()), inFlight, driven)
+	snaps, err := readSnapshots(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecorded(t, snaps, ids, shape.steps())
+}
+
 // openPG opens a PostgreSQL database for the test to read the store.
 func openPG(t *testing.T, url string) *sql.DB {
 	t.Helper()
@@ -480,6 +559,49 @@ func leasedBy(t *testing.T, db *sql.DB, pid int) []string {
 	return ids
 }
 
+// stepsInFlight returns, for each of the runs driven, the step it had in
+// flight by snaps (the first of steps not recorded), and how many runs had
+// each step in flight.
+func stepsInFlight(snaps map[string]*runSnap, driven, steps []string) (inFlight map[string]string, byStep map[string]int) {
+	inFlight, byStep = map[string]string{}, map[string]int{}
+	for _, id := range driven {
+		recorded := map[string]bool{}
+		if s := snaps[id]; s != nil {
+			for _, st := range s.Steps {
+				recorded[st.StepID] = true
+			}
+		}
+		for _, st := range steps {
+			if !recorded[st] {
+				inFlight[id] = st
+				byStep[st]++
+				break
+			}
+		}
+	}
+	return inFlight, byStep
+}
+
+// checkRepeats checks the effects that happened more than once (from
+// checkEffects) after a process was killed driving the runs driven: each
+// is the step that run had in flight, repeated once; it logs how many.
+func checkRepeats(t *testing.T, repeated map[string]int, inFlight map[string]string, driven []string) {
+	t.Helper()
+	repeats := 0
+	for _, k := range slices.Sorted(maps.Keys(repeated)) {
+		n := repeated[k]
+		repeats += n - 1
+		run, step, _ := strings.Cut(k, " ")
+		if n > 2 || inFlight[run] != step {
+			t.Errorf("run %s step %s: its effect happened %d times; the killed process had in flight %q of that run (\"\": none)", run, step, n, inFlight[run])
+		}
+	}
+	t.Logf("%d effects repeated, of %d steps in flight on the killed process", repeats, len(inFlight))
+	if repeats > len(driven) {
+		t.Errorf("%d effects repeated, more than the %d runs the killed process drove", repeats, len(driven))
+	}
+}
+
 // TestReplicaKilledMidRun: three replicas drive runs of slow effect steps
 // (each appends its line, then sleeps; a durable 300 ms sleep step after
 // the third); one is killed with SIGKILL while it drives some. The others take its runs over once their leases expire
@@ -525,28 +647,12 @@ func TestReplicaKilledMidRun(t *testing.T) {
 
 	// The runs the killed replica was driving (still running, leased by
 	// it) and, for each, the step in flight: the first not recorded.
-	inFlight := map[string]string{}
 	driven := leasedBy(t, db, pid)
 	atKill, err := snapshotsOf(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range driven {
-		recorded := map[string]bool{}
-		for _, st := range atKill[id].Steps {
-			recorded[st.StepID] = true
-		}
-		for _, st := range shape.steps() {
-			if !recorded[st] {
-				inFlight[id] = st
-				break
-			}
-		}
-	}
-	byStep := map[string]int{}
-	for _, st := range inFlight {
-		byStep[st]++
-	}
+	inFlight, byStep := stepsInFlight(atKill, driven, shape.steps())
 	var finished int
 	for _, s := range atKill {
 		if s.Status == "succeeded" {
@@ -584,20 +690,7 @@ func TestReplicaKilledMidRun(t *testing.T) {
 	}
 
 	counts := effectCounts(t, filepath.Join(rs.workspace, effectsFile))
-	repeated := checkEffects(t, counts, ids, steps)
-	repeats := 0
-	for _, k := range slices.Sorted(maps.Keys(repeated)) {
-		n := repeated[k]
-		repeats += n - 1
-		run, step, _ := strings.Cut(k, " ")
-		if n > 2 || inFlight[run] != step {
-			t.Errorf("run %s step %s: its effect happened %d times; the killed replica had in flight %q of that run (\"\": none)", run, step, n, inFlight[run])
-		}
-	}
-	t.Logf("%d effects repeated, of %d steps in flight on the killed replica", repeats, len(inFlight))
-	if repeats > len(driven) {
-		t.Errorf("%d effects repeated, more than the %d runs the killed replica drove", repeats, len(driven))
-	}
+	checkRepeats(t, checkEffects(t, counts, ids, steps), inFlight, driven)
 	snaps, err := snapshotsOf(db)
 	if err != nil {
 		t.Fatal(err)
