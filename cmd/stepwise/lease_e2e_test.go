@@ -46,11 +46,17 @@ type effectShape struct {
 	// of this duration after e<napAfter> (default e1) ("": none).
 	nap      string
 	napAfter int
+	// gateAfter: a shell step "gate" after e<gateAfter> waits until the
+	// file gateFile exists in the workspace (0: none).
+	gateAfter int
 	// shellSleep: the effects are shell commands that append, then sleep
 	// this long (a step that is killed while it sleeps has happened);
 	// otherwise the file action appends.
 	shellSleep string
 }
+
+// gateFile is the file the gate step of a shape waits for.
+const gateFile = "gate"
 
 // effectSteps are the ids of the steps that append.
 func (s effectShape) effectSteps() []string {
@@ -70,6 +76,9 @@ func (s effectShape) steps() []string {
 	for i, id := range s.effectSteps() {
 		if s.nap != "" && i == max(s.napAfter, 1) {
 			ids = append(ids, "nap")
+		}
+		if s.gateAfter > 0 && i == s.gateAfter {
+			ids = append(ids, "gate")
 		}
 		if i > 0 && s.between != "" {
 			ids = append(ids, fmt.Sprintf("w%d", i))
@@ -91,6 +100,9 @@ func (s effectShape) yaml() string {
 	for i, id := range s.effectSteps() {
 		if s.nap != "" && i == max(s.napAfter, 1) {
 			fmt.Fprintf(&b, "  - id: nap\n    sleep: %s\n", s.nap)
+		}
+		if s.gateAfter > 0 && i == s.gateAfter {
+			fmt.Fprintf(&b, "  - id: gate\n    uses: shell\n    with: {command: 'while [ ! -e %s ]; do sleep 0.05; done', shell: true}\n", gateFile)
 		}
 		if i > 0 && s.between != "" {
 			fmt.Fprintf(&b, "  - id: w%d\n    uses: noop\n    with: {delay: %s}\n", i, s.between)
@@ -243,7 +255,7 @@ func waitAll(t *testing.T, cs *mcp.ClientSession, runs []string, limit time.Dura
 func TestServesAndResumeAllOnOneHome(t *testing.T) {
 	bin := sharedBinary(t)
 	home := t.TempDir()
-	shape := effectShape{name: "effects", effects: 4, between: "100ms"}
+	shape := effectShape{name: "effects", effects: 4, between: "50ms", gateAfter: 2}
 	const runs = 50
 	ids := make([]string, 0, runs)
 	start := func(cs *mcp.ClientSession, which int) {
@@ -255,20 +267,40 @@ func TestServesAndResumeAllOnOneHome(t *testing.T) {
 	}
 	// The second server starts (and recovers, as a server does at start)
 	// while the first one's runs are in flight; then both start runs.
-	servers := []*mcp.ClientSession{serveStdio(t, "--home", home, "serve")}
+	servers := []*mcp.ClientSession{serveStdio(t, "--home", home, "serve", "--allow-shell")}
 	began := time.Now()
 	for range runs / 4 {
 		start(servers[0], 1)
 	}
-	servers = append(servers, serveStdio(t, "--home", home, "serve"))
+	servers = append(servers, serveStdio(t, "--home", home, "serve", "--allow-shell"))
 	for len(ids) < runs {
 		start(servers[len(ids)%2], len(ids)%2+1)
 	}
 	t.Logf("%d runs started through 2 servers in %v", runs, time.Since(began).Round(time.Millisecond))
 
-	// resume --all while the runs are in flight: it drives none of them
-	// twice, and names those the servers drive.
+	// resume --all while the runs are in flight (none can pass its gate
+	// yet): it drives none of them, and names them all as the servers'.
+	// The gate opens when it returns or, should it drive runs itself (and
+	// wait for them), after 5 s.
+	var gateOnce sync.Once
+	var gateErr error
+	gateByTimer := false
+	openGate := func(byTimer bool) {
+		gateOnce.Do(func() {
+			gateByTimer = byTimer
+			gateErr = os.WriteFile(filepath.Join(home, "workspace", gateFile), nil, 0o600)
+		})
+	}
+	timer := time.AfterFunc(5*time.Second, func() { openGate(true) })
 	res := resumeAllProc(t, bin, home, "full", 0, 60*time.Second, func() string { return "" })
+	timer.Stop()
+	openGate(false)
+	if gateErr != nil {
+		t.Fatal(gateErr)
+	}
+	if gateByTimer {
+		t.Errorf("resume --all ran for over 5 s: it drove runs the servers drive, and waited for them at their gate")
+	}
 	re := regexp.MustCompile(`run (\S+): driven by another process \(([^)]*)\), left to it`)
 	elsewhere := re.FindAllStringSubmatch(res.stderr, -1)
 	t.Logf("resume --all (%v after the first start) left %d runs to the servers", time.Since(began).Round(time.Millisecond), len(elsewhere))
@@ -280,11 +312,9 @@ func TestServesAndResumeAllOnOneHome(t *testing.T) {
 			t.Errorf("resume --all names no owner: %q", m[0])
 		}
 	}
-	if len(elsewhere) == 0 {
-		// The runs take ~0.5 s each at least; resume --all starts well
-		// within that: it must have seen runs the servers drive.
-		t.Errorf("resume --all named no run driven by the servers:\n%s", res.stderr)
-	} else if want := fmt.Sprintf("(%d driven by other processes)", len(elsewhere)); !strings.Contains(res.stderr, want) {
+	if len(elsewhere) != runs {
+		t.Errorf("resume --all named %d runs driven by the servers, want all %d:\n%s", len(elsewhere), runs, res.stderr)
+	} else if want := fmt.Sprintf("(%d driven by other processes)", runs); !strings.Contains(res.stderr, want) {
 		t.Errorf("resume --all's summary: want %q in\n%s", want, res.stderr)
 	}
 
