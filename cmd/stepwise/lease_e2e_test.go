@@ -781,3 +781,62 @@ func TestReplicaStoppedMidRun(t *testing.T) {
 	}
 	checkRecorded(t, snaps, ids, shape.steps())
 }
+
+// retryWorkflow fails its first step twice (a counter file per run in the
+// workspace), then succeeds on the third attempt; each attempt appends a
+// line "<run> try<n>", and the next step appends "<run> e1".
+const retryWorkflow = `version: 1
+name: retrying
+steps:
+  - id: flaky
+    uses: shell
+    with:
+      command: 'n=$(cat "count-$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "count-$1"; printf "%s try%s\n" "$1" "$n" >> effects.log; [ $n -ge 3 ]'
+      shell: true
+      args: ['${{ run.id }}']
+    retry: {attempts: 5, backoff: 100ms}
+  - id: e1
+    uses: file
+    with: {op: append, path: effects.log, content: "${{ run.id }} e1\n"}
+`
+
+// TestReplicasRetryOnce: the durable backoffs of 60 runs' retries, due
+// while three replicas claim ready runs, are each served once: every
+// attempt happens once, and the store records the step once.
+func TestReplicasRetryOnce(t *testing.T) {
+	rs := startReplicas(t, 3, "--allow-shell")
+	if r, isErr := callTool(t, rs.sessions[0], "workflow_save", map[string]any{"content": retryWorkflow}, nil); isErr || !r.Valid {
+		t.Fatalf("workflow_save: %+v", r)
+	}
+	const runs = 60
+	ids := make([]string, runs)
+	for i := range ids {
+		r, isErr := callTool(t, rs.sessions[i%3], "run_start", map[string]any{"workflow": "retrying", "wait_seconds": 0}, nil)
+		if isErr || r.RunID == "" {
+			t.Fatalf("run_start %d through replica %d: %+v", i, i%3+1, r)
+		}
+		ids[i] = r.RunID
+	}
+	status := waitAll(t, rs.sessions[1], ids, 45*time.Second)
+	for _, id := range ids {
+		if status[id] != "succeeded" {
+			t.Errorf("run %s: %s", id, status[id])
+		}
+	}
+	counts := effectCounts(t, filepath.Join(rs.workspace, effectsFile))
+	for k, n := range checkEffects(t, counts, ids, []string{"try1", "try2", "try3", "e1"}) {
+		t.Errorf("%q happened %d times", k, n)
+	}
+	snaps, err := snapshotsOf(openPG(t, rs.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecorded(t, snaps, ids, []string{"flaky", "e1"})
+	for _, id := range ids {
+		if s := snaps[id]; s != nil {
+			if n := countByStep(s.Events)["step.retrying flaky"]; n != 2 {
+				t.Errorf("run %s: %d step.retrying events, want 2", id, n)
+			}
+		}
+	}
+}
