@@ -702,12 +702,23 @@ type runSnap struct {
 
 // readSnapshots reads every run of a home's database, read-only.
 func readSnapshots(home string) (map[string]*runSnap, error) {
-	dsn := "file:" + (&url.URL{Path: filepath.Join(home, "stepwise.db")}).EscapedPath() + "?mode=ro&_pragma=busy_timeout(10000)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := openHomeDB(home)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
+	return snapshotsOf(db)
+}
+
+// openHomeDB opens a home's SQLite database read-only.
+func openHomeDB(home string) (*sql.DB, error) {
+	dsn := "file:" + (&url.URL{Path: filepath.Join(home, "stepwise.db")}).EscapedPath() + "?mode=ro&_pragma=busy_timeout(10000)"
+	return sql.Open("sqlite", dsn)
+}
+
+// snapshotsOf reads every run of a store's database (SQLite's or
+// PostgreSQL's: the tables are the same) in one read transaction.
+func snapshotsOf(db *sql.DB) (map[string]*runSnap, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), procTimeout)
 	defer cancel()
 	// One read transaction: one consistent view.

@@ -71,6 +71,13 @@ func pgFreshDatabase(t *testing.T) string {
 // returns its MCP URL.
 func startReplica(t *testing.T, bin, home, db string, args ...string) string {
 	t.Helper()
+	u, _ := startReplicaProc(t, bin, home, db, args...)
+	return u
+}
+
+// startReplicaProc is startReplica that also returns the process.
+func startReplicaProc(t *testing.T, bin, home, db string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--home", home, "--database", db, "serve", "--http", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -85,11 +92,11 @@ func startReplica(t *testing.T, bin, home, db string, args ...string) string {
 	for lines.Scan() {
 		if m := re.FindStringSubmatch(lines.Text()); m != nil {
 			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return m[1]
+			return m[1], cmd
 		}
 	}
 	t.Fatalf("serve --http printed no address")
-	return ""
+	return "", nil
 }
 
 const replicaWorkflow = `version: 1

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -146,6 +147,16 @@ type result struct {
 
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, progress any) (result, bool) {
 	t.Helper()
+	r, isErr, err := tryTool(cs, name, args, progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, isErr
+}
+
+// tryTool is callTool for any goroutine: a call that fails (not a tool
+// error: the transport, a result that is not the run shape) is its error.
+func tryTool(cs *mcp.ClientSession, name string, args map[string]any, progress any) (result, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
@@ -154,14 +165,14 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 	}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		return result{}, false, fmt.Errorf("%s: %w", name, err)
 	}
 	var r result
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("%s: %s: %v", name, b, err)
+		return result{}, false, fmt.Errorf("%s: %s: %w", name, b, err)
 	}
-	return r, res.IsError
+	return r, res.IsError, nil
 }
 
 // scriptedSession is the one session every transport must pass: list,
