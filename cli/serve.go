@@ -32,6 +32,7 @@ const DefaultHTTPAddr = "127.0.0.1:7420"
 type serveOptions struct {
 	http            string
 	leaseTTL        time.Duration
+	maxDriven       int
 	authTokens      []string
 	insecure        bool
 	behindTLSProxy  bool
@@ -107,6 +108,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.allowShellCmds, "allow-shell-cmd", nil, "let shell steps run this program, by name as written in command: (repeatable)")
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let workflows make the server connect to any address: loopback, private, link-local, cloud metadata (refused otherwise)")
 	f.StringArrayVar(&o.allowNetwork, "allow-network", nil, "let workflows make the server connect to this host name (*.suffix for all under it), address or CIDR although it is loopback, private or link-local (repeatable, comma-separated)")
+	f.IntVar(&o.maxDriven, "max-driven-runs", 64, "drive at most this many runs at once (a replica claims no more): the rest wait for this process or go to other replicas")
 	f.DurationVar(&o.leaseTTL, "lease-ttl", 15*time.Second, "how long a run stays with this process without a heartbeat: after a crash, other processes on the database take its runs over once it passed")
 	f.StringArrayVar(&o.allowEnv, "allow-env", nil, "let workflows read this environment variable of the server; NAME, a prefix PREFIX_*, or * for all (repeatable, comma-separated; also $STEPWISE_ALLOW_ENV)")
 	return cmd
@@ -119,6 +121,9 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	}
 	if o.http == "" && (o.tlsCert != "" || len(o.authTokens) > 0 || o.publicURL != "" || o.insecure || o.behindTLSProxy) {
 		return usageErr("--tls-cert, --auth-token, --insecure, --behind-tls-proxy and --public-url need --http")
+	}
+	if o.maxDriven < 1 || o.maxDriven > 10_000 {
+		return usageErr("--max-driven-runs %d: give 1 to 10000", o.maxDriven)
 	}
 	if o.leaseTTL < 300*time.Millisecond || o.leaseTTL > time.Hour {
 		return usageErr("--lease-ttl %s: give 300ms to 1h", o.leaseTTL)
@@ -217,7 +222,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	opening := make(chan opened, 1)
 	go func() {
 		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
-			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL})
+			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL, MaxDrivenRuns: o.maxDriven})
 		opening <- opened{svc, err}
 	}()
 	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger,

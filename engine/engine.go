@@ -128,6 +128,7 @@ type Engine struct {
 	// claiming: Recover was called; the timer loop claims ready runs of
 	// the whole store instead of waking only due timers (timer.go).
 	claiming      atomic.Bool
+	claimNow      atomic.Bool // claim at once, not at the next poll (wakeClaims)
 	heartbeatStop chan struct{}
 	heartbeatDone chan struct{}
 	closeLeases   sync.Once
@@ -275,7 +276,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 	}
 	e.claiming.Store(true)
 	e.listenRuns()
-	e.wakeTimers()
+	e.wakeClaims()
 	return n, nil
 }
 

@@ -200,6 +200,15 @@ func (l *crashLoop) recoverUntil(id string) store.Run {
 		run = r
 		return r.Status != store.StatusRunning && r.Status != store.StatusPending
 	})
+	// Crashed before the wait read the run: read it now (the process's
+	// own reads fail once it crashed; the file's do not).
+	if run.ID == "" {
+		r, err := p.db.GetRun(context.Background(), id)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		run = r
+	}
 	l.stop()
 	return run
 }

@@ -13,9 +13,10 @@ import (
 // every half second.
 type RunFeed interface {
 	// ListenRuns calls fn with the id of each run another process
-	// changed, until stop is called; fn("") says that notices may have
-	// been lost.
-	ListenRuns(ctx context.Context, fn func(runID string)) (stop func(), err error)
+	// changed, and whether the change may have made it ready to drive
+	// (created, answered, resumed), until stop is called; fn("", true)
+	// says that notices may have been lost.
+	ListenRuns(ctx context.Context, fn func(runID string, ready bool)) (stop func(), err error)
 }
 
 // maxRemoteRuns bounds how many runs the engine remembers the last event
@@ -47,9 +48,9 @@ func (e *Engine) listenRuns() {
 	}
 	r := &remoteRuns{seen: cache.New[string, int64](maxRemoteRuns), pending: map[string]bool{},
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
-	stop, err := feed.ListenRuns(e.stepCtx, func(runID string) {
-		if e.claiming.Load() {
-			e.wakeTimers()
+	stop, err := feed.ListenRuns(e.stepCtx, func(runID string, ready bool) {
+		if ready && e.claiming.Load() {
+			e.wakeClaims()
 		}
 		if runID == "" || !e.bus.watched(runID) {
 			return

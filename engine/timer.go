@@ -23,6 +23,8 @@ const (
 	timerPoll    = 2 * time.Second
 	claimPoll    = time.Second
 	claimBackoff = 100 * time.Millisecond
+	// claimBatch is the most runs one claim takes.
+	claimBatch = 8
 	// othersBackoff: before Recover, due wake-ups of other processes'
 	// runs are not this loop's; it looks again this much later.
 	othersBackoff = 250 * time.Millisecond
@@ -53,6 +55,9 @@ func (e *Engine) timerLoop() {
 			wait = max(wait, claimBackoff)
 		case !claiming && !claimed:
 			wait = max(wait, othersBackoff)
+		}
+		if claiming && e.claimNow.Swap(false) {
+			wait = 0 // a run was made ready elsewhere, or more are waiting
 		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -111,6 +116,12 @@ func (e *Engine) wakeTimers() {
 	}
 }
 
+// wakeClaims tells the loop to claim ready runs at once (claiming only).
+func (e *Engine) wakeClaims() {
+	e.claimNow.Store(true)
+	e.wakeTimers()
+}
+
 // startTimers starts the timer loop once.
 func (e *Engine) startTimers(context.Context) {
 	e.timerOnce.Do(func() { go e.timerLoop() })
@@ -126,7 +137,10 @@ func (e *Engine) claim() bool {
 	if free <= 0 {
 		return false
 	}
-	got, err := e.store.ClaimRuns(e.stepCtx, e.owner, e.now(), e.leaseTTL, store.ClaimFilter{Ready: true}, free)
+	// A few at a time: replicas woken by one notice take turns, so that
+	// the first to ask does not take every ready run (it asks again at
+	// once when it got a full handful).
+	got, err := e.store.ClaimRuns(e.stepCtx, e.owner, e.now(), e.leaseTTL, store.ClaimFilter{Ready: true}, min(free, claimBatch))
 	if err != nil {
 		if e.stepCtx.Err() == nil {
 			e.log.Error("claim ready runs", "err", err)
@@ -139,6 +153,9 @@ func (e *Engine) claim() bool {
 		}
 		e.install(l)
 		e.schedule(l.RunID)
+	}
+	if len(got) == claimBatch {
+		e.wakeClaims()
 	}
 	return len(got) > 0
 }

@@ -62,6 +62,9 @@ type Options struct {
 	// LeaseTTL is how long a run's lease lasts without a heartbeat
 	// (engine.Config.LeaseTTL; 0: its default).
 	LeaseTTL time.Duration
+	// MaxDrivenRuns bounds how many runs this process drives at once, and
+	// so how many it claims (engine.Config.MaxParallelRuns; 0: 64).
+	MaxDrivenRuns int
 	// Now is the engine's clock (default time.Now; tests move it). The
 	// retention policy measures ages with it too.
 	Now func() time.Time
@@ -229,7 +232,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		svc.log = slog.New(slog.DiscardHandler)
 	}
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
-		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries, LeaseTTL: opts.LeaseTTL,
+		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries, LeaseTTL: opts.LeaseTTL, MaxParallelRuns: opts.MaxDrivenRuns,
 		Workflows: svc.subWorkflow, Now: opts.Now})
 	if err != nil {
 		st.Close()

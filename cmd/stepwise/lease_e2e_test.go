@@ -634,15 +634,15 @@ func checkRepeats(t *testing.T, repeated map[string]int, inFlight map[string]str
 
 // TestReplicaKilledMidRun: three replicas drive runs of slow effect steps
 // (each appends its line, then sleeps; a durable 300 ms sleep step after
-// the third); one is killed with SIGKILL while it drives some. The others take its runs over once their leases expire
-// (the engine's TTL, 15 s: serve has no flag for it), and every run
+// the third); one is killed with SIGKILL while it drives some. The others
+// take its runs over once their leases expire (--lease-ttl 2s), and every run
 // finishes with each step recorded once. An effect may happen twice only
 // for a step the killed replica had in flight — the first step of one of
 // its runs that the store had not recorded at the kill — so at most once
 // per run it drove. (A run parked on its wake-up holds no lease: any
 // replica serves it when it is due.)
 func TestReplicaKilledMidRun(t *testing.T) {
-	rs := startReplicas(t, 3, "--allow-shell")
+	rs := startReplicas(t, 3, "--allow-shell", "--lease-ttl", "2s")
 	shape := effectShape{name: "slow", effects: 5, nap: "300ms", napAfter: 3, shellSleep: "0.2"}
 	steps := shape.effectSteps()
 	if r, isErr := callTool(t, rs.sessions[0], "workflow_save", map[string]any{"content": shape.yaml()}, nil); isErr || !r.Valid {

@@ -82,7 +82,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 		}
 		nSteps := queueSteps(b, r.ID, 1, steps)
 		seqs, nEvents := queueEvents(b, r.ID, 0, events, now)
-		notice := s.runNotice(r.ID, true)
+		notice := s.runNotice(r.ID, readyTopic)
 		if notice != nil {
 			b.Queue(sqlNotify, notice...)
 		}
