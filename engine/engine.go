@@ -245,6 +245,19 @@ func (e *Engine) Subscribe(runID string) (<-chan Event, func()) {
 	return e.bus.subscribe(runID, 64)
 }
 
+// SubscribePassive subscribes to the events of every run, like
+// Subscribe(""), for a subscriber that wants only some runs' events and
+// says which with interest: runs other processes change are forwarded to
+// this process (runfeed.go) only when interest says so (or another
+// subscriber wants them), not all of them. The engine keeps the interest
+// given last.
+func (e *Engine) SubscribePassive(interest func(runID string) bool) (<-chan Event, func()) {
+	e.bus.mu.Lock()
+	e.bus.interest = interest
+	e.bus.mu.Unlock()
+	return e.bus.subscribeAs("", 1024, true)
+}
+
 // SubscribeBuffered is Subscribe with a buffer of n events: a subscriber
 // that falls further behind loses the oldest.
 func (e *Engine) SubscribeBuffered(runID string, n int) (<-chan Event, func()) {

@@ -54,11 +54,19 @@ type bus struct {
 	mu    sync.Mutex                            // publish holds it while sending: one publish's events reach a subscriber together
 	runs  map[string]map[*subscription]struct{} // by run id
 	every map[*subscription]struct{}            // runID "" : every run
+	// eager counts the subscriptions of every run that are not passive:
+	// while there is one, every run's changes elsewhere are forwarded
+	// (runfeed.go).
+	eager int
+	// interest says of a run whether a passive subscriber wants its
+	// events (nil: no).
+	interest func(runID string) bool
 }
 
 type subscription struct {
-	runID string // "" for every run
-	ch    chan Event
+	runID   string // "" for every run
+	ch      chan Event
+	passive bool
 }
 
 func newBus() *bus {
@@ -66,8 +74,17 @@ func newBus() *bus {
 }
 
 func (b *bus) subscribe(runID string, buffer int) (<-chan Event, func()) {
-	s := &subscription{runID: runID, ch: make(chan Event, buffer)}
+	return b.subscribeAs(runID, buffer, false)
+}
+
+// subscribeAs is subscribe; a passive subscription of every run does not
+// by itself make other processes' runs forwarded (see watched).
+func (b *bus) subscribeAs(runID string, buffer int, passive bool) (<-chan Event, func()) {
+	s := &subscription{runID: runID, ch: make(chan Event, buffer), passive: passive && runID == ""}
 	b.mu.Lock()
+	if runID == "" && !s.passive {
+		b.eager++
+	}
 	set := b.every
 	if runID != "" {
 		if set = b.runs[runID]; set == nil {
@@ -83,6 +100,9 @@ func (b *bus) subscribe(runID string, buffer int) (<-chan Event, func()) {
 			b.mu.Lock()
 			if runID == "" {
 				delete(b.every, s)
+				if !s.passive {
+					b.eager--
+				}
 			} else if set := b.runs[runID]; set != nil {
 				delete(set, s)
 				if len(set) == 0 {
@@ -125,9 +145,12 @@ func send(s *subscription, e Event) {
 	}
 }
 
-// watched reports whether anyone subscribes to the run's events.
+// watched reports whether anyone here wants the run's events: a
+// subscription of the run, one of every run that is not passive, or the
+// interest of a passive one.
 func (b *bus) watched(runID string) bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.every) > 0 || len(b.runs[runID]) > 0
+	eager, interest := b.eager > 0 || len(b.runs[runID]) > 0, b.interest
+	b.mu.Unlock()
+	return eager || interest != nil && interest(runID)
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,5 +86,40 @@ steps:
 	}
 	if steps, err := bst.Steps(context.Background(), id); err != nil || len(steps) != 3 {
 		t.Fatalf("steps %v %v", steps, err)
+	}
+}
+
+// A passive subscriber (the MCP server's resource pump) gets the events
+// of other replicas' runs only for the runs its interest names: the rest
+// are not read from the store for it.
+func TestPassiveSubscriberGetsOnlyItsRuns(t *testing.T) {
+	url := pgtest.Schema(t)
+	l := newLedger()
+	reg := ledgerRegistry(l)
+	a, _ := openPGReplica(t, url, reg)
+	b, _ := openPGReplica(t, url, reg)
+	const doc = "version: 1\nname: one\nsteps:\n  - id: effect\n    uses: ledger\n  - id: ask\n    ask: {prompt: \"Go on?\", type: boolean}\n"
+	var wanted atomic.Value
+	wanted.Store("")
+	events, stop := b.SubscribePassive(func(runID string) bool { return runID == wanted.Load().(string) })
+	defer stop()
+	other := startDoc(t, a, doc)
+	mine := startDoc(t, a, strings.Replace(doc, "name: one", "name: two", 1))
+	wanted.Store(mine)
+	_ = other
+	// Both pause on A; B hears of the one it wants, not of the other.
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.RunID == other {
+				t.Fatalf("event of a run nobody here wants: %+v", ev)
+			}
+			if ev.RunID == mine && ev.Type == EventRunPaused {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the wanted run's events never reached B")
+		}
 	}
 }

@@ -162,7 +162,11 @@ func (s *Server) Start(ctx context.Context) {
 	var wg sync.WaitGroup
 	// Subscribed before Start returns: events of runs started right after
 	// (a session's first call) must not pass before the pump listens.
-	events, unsubscribe := s.svc.Engine.Subscribe("")
+	// Passive: of the runs other replicas drive, only those a session
+	// subscribed to are read and forwarded here.
+	events, unsubscribe := s.svc.Engine.SubscribePassive(func(runID string) bool {
+		return s.subs.watched(uriRunPrefix+runID) || s.subs.watched(uriRunPrefix+runID+"/history")
+	})
 	wg.Add(1)
 	go func() { defer wg.Done(); s.pumpEvents(ctx, events, unsubscribe) }()
 	s.checkLibrary(ctx)
