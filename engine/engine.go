@@ -245,17 +245,14 @@ func (e *Engine) Subscribe(runID string) (<-chan Event, func()) {
 	return e.bus.subscribe(runID, 64)
 }
 
-// SubscribePassive subscribes to the events of every run, like
-// Subscribe(""), for a subscriber that wants only some runs' events and
-// says which with interest: runs other processes change are forwarded to
-// this process (runfeed.go) only when interest says so (or another
-// subscriber wants them), not all of them. The engine keeps the interest
-// given last.
-func (e *Engine) SubscribePassive(interest func(runID string) bool) (<-chan Event, func()) {
-	e.bus.mu.Lock()
-	e.bus.interest = interest
-	e.bus.mu.Unlock()
-	return e.bus.subscribeAs("", 1024, true)
+// SubscribeWanting subscribes to the events of every run, like
+// SubscribeBuffered("", n), for a subscriber that wants only some runs'
+// events and says which with interest (called under the events' lock:
+// quick, and calling no engine method): of the runs other processes
+// change, only those are read and forwarded to this process for it
+// (runfeed.go).
+func (e *Engine) SubscribeWanting(n int, interest func(runID string) bool) (<-chan Event, func()) {
+	return e.bus.subscribeAs("", max(n, 1), interest)
 }
 
 // SubscribeBuffered is Subscribe with a buffer of n events: a subscriber

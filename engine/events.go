@@ -54,19 +54,18 @@ type bus struct {
 	mu    sync.Mutex                            // publish holds it while sending: one publish's events reach a subscriber together
 	runs  map[string]map[*subscription]struct{} // by run id
 	every map[*subscription]struct{}            // runID "" : every run
-	// eager counts the subscriptions of every run that are not passive:
+	// eager counts the subscriptions of every run without an interest:
 	// while there is one, every run's changes elsewhere are forwarded
 	// (runfeed.go).
 	eager int
-	// interest says of a run whether a passive subscriber wants its
-	// events (nil: no).
-	interest func(runID string) bool
 }
 
 type subscription struct {
-	runID   string // "" for every run
-	ch      chan Event
-	passive bool
+	runID string // "" for every run
+	ch    chan Event
+	// interest, on a subscription of every run, says which runs'
+	// changes elsewhere it wants forwarded (nil: all).
+	interest func(runID string) bool
 }
 
 func newBus() *bus {
@@ -74,15 +73,18 @@ func newBus() *bus {
 }
 
 func (b *bus) subscribe(runID string, buffer int) (<-chan Event, func()) {
-	return b.subscribeAs(runID, buffer, false)
+	return b.subscribeAs(runID, buffer, nil)
 }
 
-// subscribeAs is subscribe; a passive subscription of every run does not
-// by itself make other processes' runs forwarded (see watched).
-func (b *bus) subscribeAs(runID string, buffer int, passive bool) (<-chan Event, func()) {
-	s := &subscription{runID: runID, ch: make(chan Event, buffer), passive: passive && runID == ""}
+// subscribeAs is subscribe; a subscription of every run with an interest
+// makes other processes' runs forwarded only as it says (see watched).
+func (b *bus) subscribeAs(runID string, buffer int, interest func(string) bool) (<-chan Event, func()) {
+	s := &subscription{runID: runID, ch: make(chan Event, buffer)}
+	if runID == "" {
+		s.interest = interest
+	}
 	b.mu.Lock()
-	if runID == "" && !s.passive {
+	if runID == "" && s.interest == nil {
 		b.eager++
 	}
 	set := b.every
@@ -100,7 +102,7 @@ func (b *bus) subscribeAs(runID string, buffer int, passive bool) (<-chan Event,
 			b.mu.Lock()
 			if runID == "" {
 				delete(b.every, s)
-				if !s.passive {
+				if s.interest == nil {
 					b.eager--
 				}
 			} else if set := b.runs[runID]; set != nil {
@@ -146,11 +148,18 @@ func send(s *subscription, e Event) {
 }
 
 // watched reports whether anyone here wants the run's events: a
-// subscription of the run, one of every run that is not passive, or the
-// interest of a passive one.
+// subscription of the run, or one of every run without an interest or
+// whose interest names it.
 func (b *bus) watched(runID string) bool {
 	b.mu.Lock()
-	eager, interest := b.eager > 0 || len(b.runs[runID]) > 0, b.interest
-	b.mu.Unlock()
-	return eager || interest != nil && interest(runID)
+	defer b.mu.Unlock()
+	if b.eager > 0 || len(b.runs[runID]) > 0 {
+		return true
+	}
+	for s := range b.every {
+		if s.interest != nil && s.interest(runID) {
+			return true
+		}
+	}
+	return false
 }

@@ -101,7 +101,7 @@ func TestPassiveSubscriberGetsOnlyItsRuns(t *testing.T) {
 	const doc = "version: 1\nname: one\nsteps:\n  - id: effect\n    uses: ledger\n  - id: ask\n    ask: {prompt: \"Go on?\", type: boolean}\n"
 	var wanted atomic.Value
 	wanted.Store("")
-	events, stop := b.SubscribePassive(func(runID string) bool { return runID == wanted.Load().(string) })
+	events, stop := b.SubscribeWanting(1024, func(runID string) bool { return runID == wanted.Load().(string) })
 	defer stop()
 	other := startDoc(t, a, doc)
 	mine := startDoc(t, a, strings.Replace(doc, "name: one", "name: two", 1))

@@ -164,7 +164,7 @@ func (s *Server) Start(ctx context.Context) {
 	// (a session's first call) must not pass before the pump listens.
 	// Passive: of the runs other replicas drive, only those a session
 	// subscribed to are read and forwarded here.
-	events, unsubscribe := s.svc.Engine.SubscribePassive(func(runID string) bool {
+	events, unsubscribe := s.svc.Engine.SubscribeWanting(1024, func(runID string) bool {
 		return s.subs.watched(uriRunPrefix+runID) || s.subs.watched(uriRunPrefix+runID+"/history")
 	})
 	wg.Add(1)

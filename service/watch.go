@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/engine"
@@ -14,6 +15,9 @@ import (
 type Subscription struct {
 	events <-chan engine.Event
 	stop   func()
+	// wanted are the runs a Watch on it follows: of the runs other
+	// processes drive, only theirs are forwarded to this process for it.
+	wanted sync.Map
 }
 
 // subscriptionBuffer is how many events a Subscription holds for a caller
@@ -24,8 +28,12 @@ const subscriptionBuffer = 256
 
 // Subscribe opens a Subscription; Close it when done.
 func (s *Service) Subscribe() *Subscription {
-	events, stop := s.Engine.SubscribeBuffered("", subscriptionBuffer)
-	return &Subscription{events: events, stop: stop}
+	sub := &Subscription{}
+	sub.events, sub.stop = s.Engine.SubscribeWanting(subscriptionBuffer, func(runID string) bool {
+		_, ok := sub.wanted.Load(runID)
+		return ok
+	})
+	return sub
 }
 
 // Close ends the subscription.
@@ -123,6 +131,8 @@ func (s *Service) watchRun(ctx context.Context, runID string, timeout time.Durat
 		sub = &Subscription{}
 		sub.events, sub.stop = s.Engine.Subscribe(runID)
 		defer sub.Close()
+	} else {
+		sub.wanted.Store(runID, true)
 	}
 	events := sub.events
 	tick := time.NewTicker(500 * time.Millisecond) // a driver in another process publishes nothing here
