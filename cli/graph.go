@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"stepwise.dev/stepwise/graph"
 	"stepwise.dev/stepwise/home"
+	"stepwise.dev/stepwise/library"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -31,13 +34,9 @@ func newGraphCmd(g *globals) *cobra.Command {
 }
 
 func printGraph(cmd *cobra.Command, g *globals, ref, output string) error {
-	file, err := findWorkflow(g, ref)
+	data, file, err := graphSource(cmd.Context(), g, ref)
 	if err != nil {
 		return err
-	}
-	data, err := readWorkflowFile(file)
-	if err != nil {
-		return usageErr("%v", err)
 	}
 	// Like validate: the library's actions and workflows are not looked
 	// up, since a chart only needs the workflow's own structure.
@@ -59,6 +58,42 @@ func printGraph(cmd *cobra.Command, g *globals, ref, output string) error {
 		return usageErr("--output %s: %v", output, errors.Unwrap(err))
 	}
 	return nil
+}
+
+// graphSource reads the workflow to draw: a file, or a library workflow
+// by name — from the home's files, or, when a PostgreSQL database is named
+// (--database, $STEPWISE_DATABASE_URL), from the library it holds (a saved
+// workflow, else a draft). It returns the content and where it came from.
+func graphSource(ctx context.Context, g *globals, ref string) ([]byte, string, error) {
+	if g.database == "" || home.IsPathRef(ref) {
+		file, err := findWorkflow(g, ref)
+		if err != nil {
+			return nil, "", err
+		}
+		data, err := readWorkflowFile(file)
+		if err != nil {
+			return nil, "", usageErr("%v", err)
+		}
+		return data, file, nil
+	}
+	if !home.ValidName(ref) {
+		return nil, "", usageErr("%q is neither a file (no path separator or .yaml/.yml/.json) nor a library name", ref)
+	}
+	svc, err := g.open(ctx, io.Discard)
+	if err != nil {
+		return nil, "", describe(err)
+	}
+	defer svc.Close(context.Background())
+	for _, k := range []library.Kind{library.Saved, library.Draft} {
+		f, err := svc.Library.Get(k, ref)
+		if err == nil {
+			return f.Content, f.Path, nil
+		}
+		if !errors.Is(err, library.ErrNotFound) {
+			return nil, "", describe(err)
+		}
+	}
+	return nil, "", usageErr("no workflow or draft named %q in the library of the database", ref)
 }
 
 // findWorkflow resolves a file path or library name the way run does, but

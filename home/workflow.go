@@ -39,7 +39,7 @@ func ValidName(name string) bool { return ident.Library.Valid(name) }
 // inside the workflows directory (else ErrUnsafeName). When none exists the
 // error wraps ErrNotFound and lists the files tried.
 func (h *Home) FindWorkflow(ref string) (string, error) {
-	if isPathRef(ref) {
+	if IsPathRef(ref) {
 		info, err := os.Stat(ref)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -102,8 +102,9 @@ func (h *Home) libraryFile(path string) (bool, error) {
 	return true, nil
 }
 
-// isPathRef reports whether ref is written as a file path rather than a name.
-func isPathRef(ref string) bool {
+// IsPathRef reports whether ref is written as a file path rather than a
+// library name: it holds a path separator or ends in .yaml, .yml or .json.
+func IsPathRef(ref string) bool {
 	if strings.ContainsRune(ref, '/') || strings.ContainsRune(ref, filepath.Separator) {
 		return true
 	}

@@ -78,3 +78,30 @@ func TestDatabaseErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresGraphByName: on PostgreSQL the library is the database's, so
+// `graph NAME` draws a workflow saved through another home (another
+// replica) — and says so when the name is in neither.
+func TestPostgresGraphByName(t *testing.T) {
+	db := pgtest.Schema(t)
+	bin := sharedBinary(t)
+	save := exec.Command(bin, "--home", t.TempDir(), "--database", db, "save", "../../examples/team-onboarding.yaml")
+	if out, err := save.CombinedOutput(); err != nil {
+		t.Fatalf("save: %v\n%s", err, out)
+	}
+	graph := exec.Command(bin, "--home", t.TempDir(), "--database", db, "graph", "team-onboarding")
+	var out, errOut bytes.Buffer
+	graph.Stdout, graph.Stderr = &out, &errOut
+	if err := graph.Run(); err != nil {
+		t.Fatalf("graph: %v\n%s", err, errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), "flowchart TD") {
+		t.Fatalf("graph printed:\n%s", out.String())
+	}
+	missing := exec.Command(bin, "--home", t.TempDir(), "--database", db, "graph", "no-such-workflow")
+	got, err := missing.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(got), "no workflow or draft named") {
+		t.Fatalf("graph of a missing name: %v\n%s", err, got)
+	}
+}
