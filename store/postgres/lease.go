@@ -97,10 +97,16 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, now time.Time, tt
 }
 
 // ReleaseLease implements store.Store.
+//
+// A run released while it is still pending or running (its driver
+// stopped: a graceful shutdown, a run parked on a wake-up) is told to the
+// other processes as ready, in the same statement, so that one of them
+// claims it at once rather than at its next poll.
 func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3`,
-		l.RunID, l.Owner, l.Epoch)
-	if err == nil && tag.RowsAffected() == 0 {
+	var released int64
+	notice := s.runNotice(l.RunID, readyTopic) // never nil: Open makes the feed
+	err := s.pool.QueryRow(ctx, sqlReleaseLease, l.RunID, l.Owner, l.Epoch, notice[0], notice[1]).Scan(&released)
+	if err == nil && released == 0 {
 		err = s.leaseMissing(ctx, l.RunID)
 	}
 	if err != nil {
@@ -108,6 +114,14 @@ func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
 	}
 	return nil
 }
+
+// sqlReleaseLease frees the lease of run $1 if it is $2's at epoch $3, and
+// sends notice $5 on channel $4 when the run is still pending or running;
+// it returns how many leases it freed.
+const sqlReleaseLease = `WITH u AS (
+		UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 RETURNING status),
+	n AS (SELECT pg_notify($4, $5) FROM u WHERE status IN ('pending', 'running'))
+	SELECT (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM n)`
 
 // leaseMissing says why a lease update changed no row: ErrNotFound or
 // ErrLeaseLost.
