@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/store/postgres"
@@ -121,5 +122,82 @@ func TestPassiveSubscriberGetsOnlyItsRuns(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the wanted run's events never reached B")
 		}
+	}
+}
+
+// The database drops every connection of both replicas mid-run (a
+// failover, a restart): runs whose driver failed to record a step are
+// taken over once their lease expires, and every run finishes with each
+// step recorded once.
+func TestReplicasSurviveLostConnections(t *testing.T) {
+	url := pgtest.Schema(t) + "&application_name=stepwise_lost_conns"
+	l := newLedger()
+	l.hold = func(ctx context.Context, _ string) error {
+		select {
+		case <-time.After(20 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	reg := ledgerRegistry(l)
+	open := func() (*Engine, *postgres.Store) {
+		st, err := postgres.Open(context.Background(), url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, err := New(Config{Store: st, Key: testKey, Actions: reg, LeaseTTL: time.Second, ShutdownGrace: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = eng.Close(context.Background()); _ = st.Close() })
+		if _, err := eng.Recover(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return eng, st
+	}
+	a, st := open()
+	b, _ := open()
+	const doc = "version: 1\nname: steady\nsteps:\n  - id: s1\n    uses: ledger\n  - id: s2\n    uses: ledger\n  - id: s3\n    uses: ledger\n  - id: s4\n    uses: ledger\n"
+	ids := make([]string, 20)
+	for i := range ids {
+		eng := a
+		if i%2 == 1 {
+			eng = b
+		}
+		ids[i] = startDoc(t, eng, doc)
+	}
+	time.Sleep(30 * time.Millisecond)
+	admin, err := pgx.Connect(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	var killed int
+	if err := admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'stepwise_lost_conns'`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("terminated %d connections", killed)
+	for _, id := range ids {
+		waitFor(t, func() bool {
+			r, err := st.GetRun(context.Background(), id)
+			return err == nil && r.Status == store.StatusSucceeded
+		})
+		steps, err := st.Steps(context.Background(), id)
+		if err != nil || len(steps) != 4 {
+			t.Fatalf("run %s: steps %v %v", id, steps, err)
+		}
+	}
+	repeats := 0
+	for _, id := range ids {
+		for _, s := range []string{"s1", "s2", "s3", "s4"} {
+			if n := l.count(id, s); n != 1 {
+				repeats += n - 1
+			}
+		}
+	}
+	t.Logf("%d effects repeated (steps in flight when the connections dropped)", repeats)
+	if repeats > len(ids) {
+		t.Errorf("%d effects repeated, more than one per run", repeats)
 	}
 }
