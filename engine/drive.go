@@ -33,12 +33,16 @@ const maxVisits = 10_000
 // queued in its pipeline): the first attempt starts there instead of
 // loading the run.
 func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, from *runState) {
+	outages := 0
 	for attempt := 0; ; attempt++ {
 		rs := from
 		from = nil
 		if rs == nil {
 			var err error
 			if rs, err = e.load(ctx, runID); err != nil {
+				if errors.Is(err, store.ErrUnavailable) && e.waitForStore(ctx, runID, &outages, err) {
+					continue
+				}
 				if ctx.Err() == nil {
 					e.log.Error("load run", "run_id", runID, "err", err)
 				}
@@ -91,6 +95,11 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 			return
 		case (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrPauseClosed)) && attempt < 5:
 			continue // the run changed under us (cancel, continue; another continue won the pause): reload
+		case errors.Is(err, store.ErrUnavailable) && e.waitForStore(ctx, runID, &outages, err):
+			// The database went away under a commit, which may or may not
+			// have been written: read the run again once it is back, and
+			// go on from what it recorded.
+			continue
 		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrLeaseHeld):
 			// Another process took the run over: it drives it now, and
 			// nothing of this driver was or will be recorded.
@@ -103,6 +112,31 @@ func (e *Engine) drive(ctx context.Context, runID string, scope *action.Scope, f
 			e.log.Error("advance run", "run_id", runID, "err", rs.mask.MaskError(err))
 			return
 		}
+	}
+}
+
+// maxOutageWaits bounds how often a driver waits for the database to come
+// back (waitForStore) before it lets the run go: about a minute in all;
+// the run's lease then expires and a claim picks it up again.
+const maxOutageWaits = 30
+
+// waitForStore waits before a driver tries again after the database was
+// unavailable: 50 ms, doubling to 2 s. It reports false when the driver
+// should stop instead (interrupted, or it waited maxOutageWaits times).
+func (e *Engine) waitForStore(ctx context.Context, runID string, outages *int, err error) bool {
+	if *outages >= maxOutageWaits || ctx.Err() != nil {
+		return false
+	}
+	wait := min(50*time.Millisecond<<min(*outages, 6), 2*time.Second)
+	*outages++
+	e.log.Warn("the database is unavailable; the run's driver tries again", "run_id", runID, "in", wait, "err", err)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -126,9 +126,10 @@ func TestPassiveSubscriberGetsOnlyItsRuns(t *testing.T) {
 }
 
 // The database drops every connection of both replicas mid-run (a
-// failover, a restart): runs whose driver failed to record a step are
-// taken over once their lease expires, and every run finishes with each
-// step recorded once.
+// failover, a restart): each driver reads its run again once the database
+// answers and goes on from what was recorded — without waiting for its
+// lease to expire (an hour here) — and every run finishes with each step
+// recorded once.
 func TestReplicasSurviveLostConnections(t *testing.T) {
 	url := pgtest.Schema(t) + "&application_name=stepwise_lost_conns"
 	l := newLedger()
@@ -146,7 +147,7 @@ func TestReplicasSurviveLostConnections(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng, err := New(Config{Store: st, Key: testKey, Actions: reg, LeaseTTL: time.Second, ShutdownGrace: 50 * time.Millisecond})
+		eng, err := New(Config{Store: st, Key: testKey, Actions: reg, LeaseTTL: time.Hour, ShutdownGrace: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

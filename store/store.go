@@ -28,6 +28,10 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrBadCursor: a ListRuns cursor the store did not produce.
 	ErrBadCursor = errors.New("invalid cursor")
+	// ErrUnavailable: the database could not be reached, or dropped the
+	// connection during the call (a restart, a failover). A write that
+	// failed so may or may not have been applied: read again to know.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Run statuses.

@@ -15,7 +15,7 @@ import (
 func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
 	rows, err := s.pool.Query(ctx, `SELECT key, visit, step_id, status, output, answer, error, attempts, started_at, finished_at FROM steps WHERE run_id = $1 ORDER BY ord`, runID)
 	if err != nil {
-		return nil, fmt.Errorf("steps of %s: %w", runID, err)
+		return nil, fmt.Errorf("steps of %s: %w", runID, unavailable(err))
 	}
 	defer rows.Close()
 	var out []store.Step
@@ -25,7 +25,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
 		var visit, attempts int32
 		var started, finished int64
 		if err := rows.Scan(&st.Key, &visit, &st.StepID, &st.Status, (*[]byte)(&st.Output), (*[]byte)(&st.Answer), &errText, &attempts, &started, &finished); err != nil {
-			return nil, fmt.Errorf("steps of %s: %w", runID, err)
+			return nil, fmt.Errorf("steps of %s: %w", runID, unavailable(err))
 		}
 		if errText != nil {
 			st.Error = *errText
@@ -35,7 +35,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
 		out = append(out, st)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("steps of %s: %w", runID, err)
+		return nil, fmt.Errorf("steps of %s: %w", runID, unavailable(err))
 	}
 	return out, nil
 }
@@ -44,7 +44,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]store.Step, error) {
 func (s *Store) Attempts(ctx context.Context, runID string) ([]store.Attempt, error) {
 	rows, err := s.pool.Query(ctx, `SELECT key, visit, attempt, status, error, started_at, finished_at FROM attempts WHERE run_id = $1 ORDER BY started_at, key, visit, attempt`, runID)
 	if err != nil {
-		return nil, fmt.Errorf("attempts of %s: %w", runID, err)
+		return nil, fmt.Errorf("attempts of %s: %w", runID, unavailable(err))
 	}
 	defer rows.Close()
 	var out []store.Attempt
@@ -54,7 +54,7 @@ func (s *Store) Attempts(ctx context.Context, runID string) ([]store.Attempt, er
 		var visit, attempt int32
 		var started, finished int64
 		if err := rows.Scan(&a.Key, &visit, &attempt, &a.Status, &errText, &started, &finished); err != nil {
-			return nil, fmt.Errorf("attempts of %s: %w", runID, err)
+			return nil, fmt.Errorf("attempts of %s: %w", runID, unavailable(err))
 		}
 		if errText != nil {
 			a.Error = *errText
@@ -64,7 +64,7 @@ func (s *Store) Attempts(ctx context.Context, runID string) ([]store.Attempt, er
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("attempts of %s: %w", runID, err)
+		return nil, fmt.Errorf("attempts of %s: %w", runID, unavailable(err))
 	}
 	return out, nil
 }

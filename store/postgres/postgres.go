@@ -17,6 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -207,6 +209,30 @@ const (
 )
 
 // sqlState is the SQLSTATE of a server error ("" for any other error).
+// unavailable marks err as store.ErrUnavailable when it says the server
+// could not be reached or dropped the connection: a network error, a
+// connection closed under the call, the server shutting down (class 57P)
+// or refusing connections (class 08). Other errors are returned as they are.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	code := sqlState(err)
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	switch {
+	case code != "":
+		if !strings.HasPrefix(code, "08") && !strings.HasPrefix(code, "57P") {
+			return err
+		}
+	case errors.As(err, &netErr), errors.As(err, &connErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed), errors.Is(err, pgconn.ErrConnClosed), pgconn.SafeToRetry(err):
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+}
+
 func sqlState(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

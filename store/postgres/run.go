@@ -121,7 +121,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 		return br.Close()
 	})
 	if err != nil {
-		return store.CommitResult{}, fmt.Errorf("create run %s: %w", r.ID, err)
+		return store.CommitResult{}, fmt.Errorf("create run %s: %w", r.ID, unavailable(err))
 	}
 	res.Lease = lease
 	return res, nil
@@ -152,7 +152,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 		return r, fmt.Errorf("get run %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
-		return r, fmt.Errorf("get run %s: %w", id, err)
+		return r, fmt.Errorf("get run %s: %w", id, unavailable(err))
 	}
 	return r, nil
 }
