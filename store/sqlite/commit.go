@@ -161,7 +161,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 		return err
 	})
 	if err != nil {
-		return store.CommitResult{}, fmt.Errorf("commit run %s: %w", c.RunID, err)
+		return store.CommitResult{}, fmt.Errorf("commit run %s: %w", c.RunID, unavailable(err))
 	}
 	return res, nil
 }

@@ -28,7 +28,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, now time.
 		return err
 	})
 	if err != nil {
-		return store.Lease{}, fmt.Errorf("acquire lease on run %s: %w", runID, err)
+		return store.Lease{}, fmt.Errorf("acquire lease on run %s: %w", runID, unavailable(err))
 	}
 	return l, nil
 }

@@ -100,7 +100,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 		return nil
 	})
 	if err != nil {
-		return res, fmt.Errorf("create run %s: %w", r.ID, err)
+		return res, fmt.Errorf("create run %s: %w", r.ID, unavailable(err))
 	}
 	res.Lease = lease
 	return res, nil

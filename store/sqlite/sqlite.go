@@ -12,12 +12,12 @@ import (
 	"maps"
 	"net/url"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+	moderncsqlite "modernc.org/sqlite" // the pure-Go SQLite driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"stepwise.dev/stepwise/store"
 )
@@ -300,8 +300,26 @@ func (s *Store) Stats() Stats {
 // engine with raw commits on the same database.
 func (s *Store) Writer() *sql.DB { return s.w }
 
+// isBusy reports whether err is SQLite's "database is locked" (BUSY or
+// LOCKED, extended codes included): another connection held the lock past
+// the busy timeout.
 func isBusy(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+	var se *moderncsqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff // the primary code of an extended one
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}
+
+// unavailable marks a busy database (isBusy: another process kept the
+// write lock past the busy timeout) as store.ErrUnavailable: the write was
+// not made, and may be tried again.
+func unavailable(err error) error {
+	if isBusy(err) && !errors.Is(err, store.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
 }
 
 func nanos(t time.Time) int64 {
