@@ -51,10 +51,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	}
 	mux.Handle("/mcp", originGuard(o.AllowedOrigins, mcpHandler))
 	mux.Handle("/secrets/", s.SecretHandler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("/healthz", s.healthz)
 	return mux
 }
 
@@ -123,4 +120,27 @@ func originAllowed(origin, host string, allowed []string) bool {
 func jsonEscape(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`)
 	return r.Replace(s)
+}
+
+// healthz answers a load balancer's health check: 200 "ok" once the server
+// serves and its database answers; 503 while it starts, when its service
+// could not be opened, or when the database does not answer within 2 s
+// (a replica cut off from the database must get no new sessions).
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if !s.ready.isOpen() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "starting")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.svc.Healthy(ctx); err != nil {
+		s.log.Warn("health check: the database does not answer", "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "database unavailable")
+		return
+	}
+	fmt.Fprintln(w, "ok")
 }

@@ -262,6 +262,10 @@ func (s *Service) Close(ctx context.Context) error {
 	return errors.Join(s.Engine.Close(ctx), s.Store.Close())
 }
 
+// Healthy reports whether this process can serve: nil, or why not (the
+// database does not answer: store.ErrUnavailable).
+func (s *Service) Healthy(ctx context.Context) error { return s.Store.Ping(ctx) }
+
 // Recover resumes the runs that were running when the last process
 // stopped.
 func (s *Service) Recover(ctx context.Context) (int, error) { return s.Engine.Recover(ctx) }

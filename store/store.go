@@ -315,6 +315,10 @@ type Store interface {
 	// of one workflow; a workflow never run has zero stats.
 	WorkflowStats(ctx context.Context, workflow string) (WorkflowStats, error)
 
+	// Ping reports whether the database answers (nil), or not
+	// (ErrUnavailable): a replica's health.
+	Ping(ctx context.Context) error
+
 	// Commit applies one step's changes atomically (fenced by c.Lease when
 	// set: ErrLeaseLost).
 	Commit(ctx context.Context, c Commit) (CommitResult, error)

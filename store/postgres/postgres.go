@@ -299,3 +299,11 @@ func nullStringPtr(s string) *string {
 	}
 	return &s
 }
+
+// Ping implements store.Store: one round trip on a pooled connection.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}

@@ -356,3 +356,13 @@ func blob(b []byte) any {
 	}
 	return b
 }
+
+// Ping implements store.Store: a read on the read connections (a write
+// lock held elsewhere does not make the database unavailable to reads).
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("ping: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}

@@ -34,6 +34,11 @@ func Run(t *testing.T, open Opener) {
 		{"PauseLifecycle", testPauseLifecycle},
 		{"PauseClosedOnceUnderRace", testPauseRace},
 		{"ConcurrentCommitsIsolateFailures", testConcurrentCommitsIsolateFailures},
+		{"Ping", func(t *testing.T, s store.Store) {
+			if err := s.Ping(ctx); err != nil {
+				t.Fatalf("ping of an open store: %v", err)
+			}
+		}},
 		{"ConcurrentCommitStress", testConcurrentCommitStress},
 		{"CommitEventSeqIsAHint", testCommitEventSeqHint},
 		{"AnswerIDsIncrease", testAnswerIDs},
