@@ -202,3 +202,36 @@ func TestReplicasSurviveLostConnections(t *testing.T) {
 		t.Errorf("%d effects repeated, more than one per run", repeats)
 	}
 }
+
+// A run canceled through another replica stops at once where it is
+// driven: its step in flight is interrupted, not left to run to its end.
+func TestCancelThroughAnotherReplicaInterrupts(t *testing.T) {
+	url := pgtest.Schema(t)
+	l := newLedger()
+	interrupted := make(chan struct{})
+	l.hold = func(ctx context.Context, _ string) error {
+		select {
+		case <-ctx.Done():
+			close(interrupted)
+			return ctx.Err()
+		case <-time.After(time.Minute):
+			return nil
+		}
+	}
+	reg := ledgerRegistry(l)
+	a, _ := openPGReplica(t, url, reg)
+	b, bst := openPGReplica(t, url, reg)
+	id := startDoc(t, a, "version: 1\nname: long\nsteps:\n  - id: effect\n    uses: ledger\n")
+	waitFor(t, func() bool { return l.count(id, "effect") == 1 })
+	if err := b.Cancel(context.Background(), id, "enough", false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-interrupted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step in flight on A ran on after the run was canceled through B")
+	}
+	if r, err := bst.GetRun(context.Background(), id); err != nil || r.Status != store.StatusCanceled {
+		t.Fatalf("run %+v %v", r, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"stepwise.dev/stepwise/cache"
+	"stepwise.dev/stepwise/store"
 )
 
 // RunFeed is implemented by stores shared between processes that tell
@@ -52,7 +53,7 @@ func (e *Engine) listenRuns() {
 		if ready && e.claiming.Load() {
 			e.wakeClaims()
 		}
-		if runID == "" || !e.bus.watched(runID) {
+		if runID == "" || (!e.bus.watched(runID) && !e.driving(runID)) {
 			return
 		}
 		r.mu.Lock()
@@ -97,10 +98,22 @@ func (e *Engine) forwardLoop(r *remoteRuns) {
 
 // forward publishes the events of a run recorded since the last one
 // published here (for a run not seen yet, its latest few).
+//
+// A run driven here that another process canceled, finished or paused
+// (held) has its driver interrupted, as a cancel in this process does:
+// its step in flight stops now rather than when it ends (its commit would
+// be refused anyway).
 func (e *Engine) forward(r *remoteRuns, runID string) {
 	ctx := e.stepCtx
 	run, err := e.store.GetRun(ctx, runID)
 	if err != nil {
+		return
+	}
+	if (store.Finished(run.Status) || run.Status == store.StatusPaused) && e.driving(runID) {
+		e.log.Info("the run was stopped by another process; its driver here stops", "run_id", runID, "status", run.Status)
+		e.interrupt(runID)
+	}
+	if !e.bus.watched(runID) {
 		return
 	}
 	after, ok := r.seen.Get(runID)
@@ -145,4 +158,12 @@ func (e *Engine) stopRemote() {
 	}
 	r.stop()
 	<-r.done
+}
+
+// driving reports whether a driver of the run is active here.
+func (e *Engine) driving(runID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.active[runID]
+	return ok
 }
