@@ -172,22 +172,27 @@ func (e *Engine) leaseCommit(rs *runState, c *store.Commit) error {
 }
 
 // leaseCommitted follows a driver's commit made by leaseCommit: the lease
-// it acquired is held, the one it released or lost is not.
+// it acquired is held, the one it released or lost is not. A holding taken
+// here since by another acquisition (a newer epoch) is left as it is.
 func (e *Engine) leaseCommitted(c store.Commit, res store.CommitResult, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, ok := e.leases[c.RunID]
-	if !ok {
-		return
-	}
-	ours := (c.Acquire != nil && h.pending) || (c.Lease != nil && !h.pending && h.lease.Epoch == c.Lease.Epoch)
+	// epoch is the holding the commit was made under (or took).
+	var epoch int64
 	switch {
-	case !ours:
-		// Another acquisition here since: it is the one held.
+	case err == nil && c.Acquire != nil:
+		epoch = res.Lease.Epoch
+	case c.Lease != nil:
+		epoch = c.Lease.Epoch
+	}
+	newer := ok && !h.pending && h.lease.Epoch > epoch
+	switch {
 	case err != nil:
-		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrLeaseHeld) {
+		if ok && !newer && (errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrLeaseHeld)) {
 			delete(e.leases, c.RunID)
 		}
+	case newer:
 	case c.Release:
 		delete(e.leases, c.RunID)
 	case c.Acquire != nil:
