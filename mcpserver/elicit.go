@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"time"
@@ -27,14 +26,19 @@ type elicitState struct {
 	Page  string `json:"page,omitempty"`
 }
 
-func (st elicitState) encode() string {
+// encodeState is st as the requestState a client carries: signed with the
+// server's key (the spec wants it integrity-protected; any replica opens
+// it).
+func (s *Server) encodeState(st elicitState) string {
 	b, _ := json.Marshal(st)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return s.svc.SignState(b)
 }
 
-func decodeState(s string) (elicitState, error) {
+// decodeState opens a requestState encodeState made; anything else
+// (forged, altered, truncated, another server's) is refused.
+func (s *Server) decodeState(state string) (elicitState, error) {
 	var st elicitState
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	b, err := s.svc.OpenState(state)
 	if err == nil {
 		err = json.Unmarshal(b, &st)
 	}
@@ -131,7 +135,7 @@ func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, root stri
 		params.Message = "stepwise needs a secret for run " + p.RunID + ": " + p.Prompt + " Open the one-time page to type it; it goes straight to stepwise, not to the assistant."
 	}
 	if !legacy(req.Session) {
-		return false, "", &inputNeeded{requests: mcp.InputRequestMap{"answer": params}, state: st.encode()}
+		return false, "", &inputNeeded{requests: mcp.InputRequestMap{"answer": params}, state: s.encodeState(st)}
 	}
 	res, err := req.Session.Elicit(ctx, params)
 	if err != nil {
@@ -147,7 +151,7 @@ func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, root stri
 // resumeElicitation is a tool call retried with the person's answer
 // (multi round-trip): apply it, then wait for the run as usual.
 func (s *Server) resumeElicitation(ctx context.Context, req *mcp.CallToolRequest, wait time.Duration) (RunResult, error) {
-	st, err := decodeState(req.Params.RequestState)
+	st, err := s.decodeState(req.Params.RequestState)
 	if err != nil {
 		return RunResult{}, err
 	}

@@ -27,6 +27,7 @@ import (
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/store/postgres"
 	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/token"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -153,6 +154,8 @@ type Service struct {
 	// stopRetention stops the retention goroutine (nil when none runs).
 	stopRetention func()
 	catalogs      *catalogs
+	// states signs what clients carry between requests (SignState).
+	states *token.StateSigner
 	// feed carries changes to and from the other processes sharing the
 	// database (nil on SQLite); stopFeed stops listening to it, which
 	// starts with the first watcher (OnLibraryChange).
@@ -231,6 +234,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if svc.log == nil {
 		svc.log = slog.New(slog.DiscardHandler)
 	}
+	svc.states = token.NewStateSigner(key)
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
 		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries, LeaseTTL: opts.LeaseTTL, MaxParallelRuns: opts.MaxDrivenRuns,
 		Workflows: svc.subWorkflow, Now: opts.Now})
@@ -261,6 +265,16 @@ func (s *Service) Close(ctx context.Context) error {
 	s.search.close()
 	return errors.Join(s.Engine.Close(ctx), s.Store.Close())
 }
+
+// SignState signs data a client carries to a later request (an MCP multi
+// round-trip's requestState) with a key derived from the server key: any
+// replica opens it (OpenState), nobody alters it.
+func (s *Service) SignState(data []byte) string { return s.states.Sign(data) }
+
+// OpenState returns the data of a state SignState made; a state altered,
+// truncated or signed with another key is refused (token.ErrSignature,
+// token.ErrMalformed).
+func (s *Service) OpenState(state string) ([]byte, error) { return s.states.Open(state) }
 
 // Healthy reports whether this process can serve: nil, or why not (the
 // database does not answer: store.ErrUnavailable).
