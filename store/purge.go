@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -75,4 +76,38 @@ func (r PurgeResult) Add(o PurgeResult) PurgeResult {
 	return PurgeResult{Runs: r.Runs + o.Runs, Steps: r.Steps + o.Steps, Attempts: r.Attempts + o.Attempts,
 		Events: r.Events + o.Events, Pauses: r.Pauses + o.Pauses, Answers: r.Answers + o.Answers,
 		Timers: r.Timers + o.Timers, Versions: r.Versions + o.Versions}
+}
+
+// PurgeInBatches is a backend's PurgeRuns: it checks f, counts what a dry
+// run would delete (count), or deletes batch by batch (once: at most limit
+// top-level runs with their trees in one transaction, reporting how many
+// top-level runs it took) until a batch comes back short, adding up what
+// each deleted.
+func PurgeInBatches(ctx context.Context, f PurgeFilter, limit int,
+	count func(context.Context, PurgeFilter) (PurgeResult, error),
+	once func(context.Context, PurgeFilter, int) (PurgeResult, int, error)) (PurgeResult, error) {
+	if err := f.Validate(); err != nil {
+		return PurgeResult{}, fmt.Errorf("purge runs: %w", err)
+	}
+	if f.DryRun {
+		res, err := count(ctx, f)
+		if err != nil {
+			return res, fmt.Errorf("purge runs (dry run): %w", err)
+		}
+		return res, nil
+	}
+	var total PurgeResult
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, fmt.Errorf("purge runs: %w", err)
+		}
+		res, roots, err := once(ctx, f, limit)
+		if err != nil {
+			return total, fmt.Errorf("purge runs: %w", err)
+		}
+		total = total.Add(res)
+		if roots < limit {
+			return total, nil
+		}
+	}
 }

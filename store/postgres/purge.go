@@ -21,34 +21,11 @@ const defaultPurgeBatch = 200
 // meanwhile is either seen active and kept, or deleted before the retry,
 // which then finds no run.
 func (s *Store) PurgeRuns(ctx context.Context, f store.PurgeFilter) (store.PurgeResult, error) {
-	if err := f.Validate(); err != nil {
-		return store.PurgeResult{}, fmt.Errorf("purge runs: %w", err)
-	}
-	if f.DryRun {
-		res, err := s.countPurge(ctx, f)
-		if err != nil {
-			return res, fmt.Errorf("purge runs (dry run): %w", err)
-		}
-		return res, nil
-	}
 	batch := s.purgeBatch
 	if batch <= 0 {
 		batch = defaultPurgeBatch
 	}
-	var total store.PurgeResult
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, fmt.Errorf("purge runs: %w", err)
-		}
-		res, roots, err := s.purgeOnce(ctx, f, batch)
-		if err != nil {
-			return total, fmt.Errorf("purge runs: %w", err)
-		}
-		total = total.Add(res)
-		if roots < batch {
-			return total, nil
-		}
-	}
+	return store.PurgeInBatches(ctx, f, batch, s.countPurge, s.purgeOnce)
 }
 
 // purgeSelection is the WITH clause naming what a purge deletes: tree(id)

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -193,7 +192,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 		where = append(where, "created_at < "+a.add(nanos(f.CreatedBefore)))
 	}
 	if f.Cursor != "" {
-		at, id, err := decodeCursor(f.Cursor)
+		at, id, err := store.DecodeCursor(f.Cursor)
 		if err != nil {
 			return nil, "", fmt.Errorf("list runs: %w", err)
 		}
@@ -220,35 +219,8 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = encodeCursor(nanos(last.CreatedAt), last.ID)
-	}
+	out, next := store.Page(out, limit)
 	return out, next, nil
-}
-
-// Cursors are store/sqlite's: the creation time and id of a page's last
-// run.
-func encodeCursor(at int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%d/%s", at, id)))
-}
-
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", store.ErrBadCursor
-	}
-	at, id, ok := strings.Cut(string(b), "/")
-	if !ok {
-		return 0, "", store.ErrBadCursor
-	}
-	n, err := strconv.ParseInt(at, 10, 64)
-	if err != nil {
-		return 0, "", store.ErrBadCursor
-	}
-	return n, id, nil
 }
 
 // RunIDsByStatus lists run ids by status, oldest first.

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -183,7 +182,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 		args = append(args, nanos(f.CreatedBefore))
 	}
 	if f.Cursor != "" {
-		at, id, err := decodeCursor(f.Cursor)
+		at, id, err := store.DecodeCursor(f.Cursor)
 		if err != nil {
 			return nil, "", fmt.Errorf("list runs: %w", err)
 		}
@@ -214,37 +213,8 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = encodeCursor(nanos(last.CreatedAt), last.ID)
-	}
+	out, next := store.Page(out, limit)
 	return out, next, nil
-}
-
-func encodeCursor(at int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%d/%s", at, id)))
-}
-
-// ErrBadCursor is returned for a cursor this store did not produce (the
-// same error as store.ErrBadCursor).
-var ErrBadCursor = store.ErrBadCursor
-
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", ErrBadCursor
-	}
-	at, id, ok := strings.Cut(string(b), "/")
-	if !ok {
-		return 0, "", ErrBadCursor
-	}
-	var n int64
-	if _, err := fmt.Sscan(at, &n); err != nil {
-		return 0, "", ErrBadCursor
-	}
-	return n, id, nil
 }
 
 // RunIDsByStatus lists run ids by status.
