@@ -9,9 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/graph"
 	"stepwise.dev/stepwise/home"
-	"stepwise.dev/stepwise/library"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -84,16 +85,14 @@ func graphSource(ctx context.Context, g *globals, ref string) ([]byte, string, e
 		return nil, "", describe(err)
 	}
 	defer svc.Close(context.Background())
-	for _, k := range []library.Kind{library.Saved, library.Draft} {
-		f, err := svc.Library.Get(k, ref)
-		if err == nil {
-			return f.Content, f.Path, nil
-		}
-		if !errors.Is(err, library.ErrNotFound) {
-			return nil, "", describe(err)
-		}
+	data, where, err := svc.RunnableSource(ref)
+	if engine.CodeOf(err) == service.CodeNotFound {
+		return nil, "", usageErr("no workflow or draft named %q in the library of the database", ref)
 	}
-	return nil, "", usageErr("no workflow or draft named %q in the library of the database", ref)
+	if err != nil {
+		return nil, "", describe(err)
+	}
+	return data, where, nil
 }
 
 // findWorkflow resolves a file path or library name the way run does, but

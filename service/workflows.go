@@ -496,6 +496,21 @@ func (s *Service) LoadRunnable(name string) (*Loaded, error) {
 	return l, nil
 }
 
+// RunnableSource returns the text of the workflow a name runs (the saved
+// workflow, else the draft of that name, as LoadRunnable finds it) and
+// where it is, unchecked: for views that show it as written (a chart).
+func (s *Service) RunnableSource(name string) ([]byte, string, error) {
+	loc, _, err := s.findRunnable(name)
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := loc.read()
+	if err != nil {
+		return nil, "", fmt.Errorf("read workflow %s: %w", loc.path, err)
+	}
+	return data, loc.path, nil
+}
+
 // findRunnable is findLibrary falling back to the drafts: draft reports
 // that the file is a draft.
 func (s *Service) findRunnable(name string) (p located, draft bool, err error) {
