@@ -275,6 +275,19 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, id := range ids {
+		// Runs whose lease is free or expired are the claims' below (as
+		// many as there are free slots); those of a holder known to be
+		// gone are taken over now rather than after their TTL.
+		l, err := e.store.GetLease(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if l.Owner == "" || l.Owner == e.owner || l.Expired(e.now()) || !holderGone(l.Owner) {
+			continue
+		}
 		if _, err := e.hold(ctx, id, false); err != nil {
 			if !errors.Is(err, store.ErrLeaseHeld) && !errors.Is(err, store.ErrNotFound) {
 				return n, err
@@ -286,7 +299,13 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 	}
 	e.claiming.Store(true)
 	e.listenRuns()
-	e.wakeClaims()
+	for {
+		k := e.claim()
+		n += k
+		if k < claimBatch {
+			break
+		}
+	}
 	return n, nil
 }
 

@@ -75,7 +75,7 @@ func (e *Engine) timerLoop() {
 			return
 		}
 		if claiming {
-			claimed = e.claim()
+			claimed = e.claim() > 0
 			continue
 		}
 		due, err := e.store.DueTimers(e.stepCtx, e.now(), 100)
@@ -128,14 +128,14 @@ func (e *Engine) startTimers(context.Context) {
 }
 
 // claim takes the leases of ready runs, as many as the engine has free
-// driving slots, and drives them. It reports whether it claimed any, or
-// had no room to.
-func (e *Engine) claim() bool {
+// driving slots (claimBatch at most), and drives them. It returns how many
+// it claimed.
+func (e *Engine) claim() int {
 	e.mu.Lock()
 	free := cap(e.sem) - len(e.active)
 	e.mu.Unlock()
 	if free <= 0 {
-		return false
+		return 0
 	}
 	// A few at a time: replicas woken by one notice take turns, so that
 	// the first to ask does not take every ready run (it asks again at
@@ -145,7 +145,7 @@ func (e *Engine) claim() bool {
 		if e.stepCtx.Err() == nil {
 			e.log.Error("claim ready runs", "err", err)
 		}
-		return false
+		return 0
 	}
 	for _, l := range got {
 		if l.TookOver {
@@ -157,5 +157,5 @@ func (e *Engine) claim() bool {
 	if len(got) == claimBatch {
 		e.wakeClaims()
 	}
-	return len(got) > 0
+	return len(got)
 }
