@@ -62,8 +62,10 @@ func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, sub *servi
 // the person gave last (to tell them when asking again), and continued is
 // the Continue the wait follows, if any.
 func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool, problem string, continued engine.ContinueResult) (RunResult, error) {
+	p := s.progress(ctx, req, runID)
+	defer p.end()
 	for round := 0; ; round++ {
-		v, err := s.svc.AwaitContinued(ctx, runID, continued, wait, sub, progress(ctx, req))
+		v, err := s.svc.AwaitContinued(ctx, runID, continued, wait, sub, p.onEvent())
 		continued = engine.ContinueResult{} // later rounds follow an elicited answer
 		if err != nil {
 			return RunResult{}, err

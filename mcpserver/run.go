@@ -10,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
 )
@@ -333,34 +332,13 @@ func (s *Server) view(ctx context.Context, runID string) (RunResult, error) {
 }
 
 // watch waits for a run, sending progress notifications when the caller
-// asked for them (a progress token) as steps complete.
+// asked for them (a progress token).
 func (s *Server) watch(ctx context.Context, req *mcp.CallToolRequest, runID string, wait time.Duration) error {
 	if wait <= 0 {
 		return nil
 	}
-	_, err := s.svc.Watch(ctx, runID, wait, nil, progress(ctx, req))
+	p := s.progress(ctx, req, runID)
+	defer p.end()
+	_, err := s.svc.Watch(ctx, runID, wait, nil, p.onEvent())
 	return err
-}
-
-// progress turns a run's events into progress notifications for the
-// caller when it sent a progress token (nil when it did not).
-func progress(ctx context.Context, req *mcp.CallToolRequest) func(engine.Event) {
-	tok := req.Params.GetProgressToken()
-	if tok == nil || req.Session == nil {
-		return nil
-	}
-	done := 0.0
-	return func(ev engine.Event) {
-		var msg string
-		switch ev.Type {
-		case engine.EventStepSucceeded, engine.EventStepFailed, engine.EventStepSkipped:
-			msg = fmt.Sprintf("step %s %s", ev.StepID, strings.TrimPrefix(ev.Type, "step."))
-		case engine.EventRunPaused, engine.EventRunSucceeded, engine.EventRunFailed, engine.EventRunCanceled:
-			msg = "run " + strings.TrimPrefix(ev.Type, "run.")
-		default:
-			return
-		}
-		done++ // progress only ever increases
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: done, Message: msg})
-	}
 }

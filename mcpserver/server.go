@@ -43,6 +43,9 @@ type Options struct {
 	// DefaultMaxMessageBytes). A longer one is refused without being held
 	// whole, and the session goes on.
 	MaxMessageBytes int
+	// ProgressEvery is how often a caller that sent a progress token hears
+	// of a step that is still running (default 5s).
+	ProgressEvery time.Duration
 
 	// deriveSchemas derives every built-in tool's schemas from the Go
 	// types instead of reading toolschemas.json (which is generated so).
