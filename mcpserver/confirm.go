@@ -34,7 +34,7 @@ func (s *Server) confirmDestructive(ctx context.Context, req *mcp.CallToolReques
 		return confirmedBy(res, what)
 	}
 	ss := req.Session
-	if ss == nil || !canElicitForm(ss) {
+	if ss == nil || !canElicitForm(req) {
 		if confirm {
 			return nil
 		}
@@ -46,7 +46,7 @@ func (s *Server) confirmDestructive(ctx context.Context, req *mcp.CallToolReques
 		Message: "stepwise is about to " + what + ". Go ahead?",
 		RequestedSchema: map[string]any{"type": "object", "required": []string{"confirm"}, "properties": map[string]any{
 			"confirm": map[string]any{"type": "boolean", "title": "Yes, " + what, "default": false}}}}
-	if !legacy(ss) {
+	if !legacy(req) {
 		return &inputNeeded{requests: mcp.InputRequestMap{confirmState: params}, state: confirmState}
 	}
 	res, err := ss.Elicit(ctx, params)
@@ -70,13 +70,13 @@ func confirmedBy(res *mcp.ElicitResult, what string) error {
 		Suggestion: "do not retry unless the person asks for it"}
 }
 
-// canElicitForm reports whether the session's client declared form
+// canElicitForm reports whether the calling client declared form
 // elicitation.
-func canElicitForm(ss *mcp.ServerSession) bool {
-	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+func canElicitForm(req *mcp.CallToolRequest) bool {
+	c := req.ClientCapabilities()
+	if c == nil || c.Elicitation == nil {
 		return false
 	}
-	caps := ip.Capabilities.Elicitation
+	caps := c.Elicitation
 	return caps.Form != nil || caps.URL == nil // an empty capability means form
 }

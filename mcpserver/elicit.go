@@ -87,12 +87,12 @@ func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub 
 
 // elicitMode tells how the client can put a pause before the person:
 // "form", "url" (secrets, over HTTP) or "" (not at all).
-func (s *Server) elicitMode(ss *mcp.ServerSession, p *engine.Pause) string {
-	ip := ss.InitializeParams()
-	if p.Kind != engine.KindQuestion || ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+func (s *Server) elicitMode(req *mcp.CallToolRequest, p *engine.Pause) string {
+	c := req.ClientCapabilities()
+	if p.Kind != engine.KindQuestion || c == nil || c.Elicitation == nil {
 		return ""
 	}
-	caps := ip.Capabilities.Elicitation
+	caps := c.Elicitation
 	if hasSecret(p) {
 		if caps.URL != nil && s.opts.BaseURL != "" {
 			return "url"
@@ -107,19 +107,20 @@ func (s *Server) elicitMode(ss *mcp.ServerSession, p *engine.Pause) string {
 	return ""
 }
 
-// legacy reports whether the session's protocol lets the server send
+// legacy reports whether the request's protocol lets the server send
 // elicitation requests itself (before 2026-07-28); newer ones return them
-// in the tool result (multi round-trip requests).
-func legacy(ss *mcp.ServerSession) bool {
-	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion != "" && ip.ProtocolVersion < "2026-07-28"
+// in the tool result (multi round-trip requests). Capabilities and version
+// are the request's own (its _meta) from 2026-07-28, the session's before.
+func legacy(req *mcp.CallToolRequest) bool {
+	v := req.ProtocolVersion()
+	return v != "" && v < "2026-07-28"
 }
 
 // elicit asks the person for a pause's answer. It reports whether the run
 // got an answer; problem is what was wrong with an answer that was refused
 // (to say when asking again).
 func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, root string, p *engine.Pause, wait time.Duration, problem string) (bool, string, error) {
-	mode := s.elicitMode(req.Session, p)
+	mode := s.elicitMode(req, p)
 	if mode == "" {
 		return false, "", nil
 	}
@@ -136,7 +137,7 @@ func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, root stri
 		params.URL, params.ElicitationID = url, page
 		params.Message = "stepwise needs a secret for run " + p.RunID + ": " + p.Prompt + " Open the one-time page to type it; it goes straight to stepwise, not to the assistant."
 	}
-	if !legacy(req.Session) {
+	if !legacy(req) {
 		return false, "", &inputNeeded{requests: mcp.InputRequestMap{"answer": params}, state: s.encodeState(st)}
 	}
 	res, err := req.Session.Elicit(ctx, params)

@@ -1,0 +1,84 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/service"
+)
+
+// rawCall sends one JSON-RPC request over conn and returns its response's
+// result (decoded), skipping notifications.
+func rawCall(t *testing.T, conn mcp.Connection, id int64, method string, params string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + jsonInt(id) + `,"method":"` + method + `","params":` + params + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Write(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		resp, ok := m.(*jsonrpc.Response)
+		if !ok {
+			continue
+		}
+		if resp.Error != nil {
+			t.Fatalf("%s: %v", method, resp.Error)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(resp.Result, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestCapabilitiesArePerRequest: from protocol 2026-07-28 a client's
+// capabilities travel with each request, and one connection may declare
+// elicitation on one call and not on the next: the question is put to the
+// person (inputRequests) only on the call that declared it.
+func TestCapabilitiesArePerRequest(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(); _ = ss.Wait() })
+	meta := func(caps string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	}
+	start := func(id int64, caps string) map[string]any {
+		return rawCall(t, conn, id, "tools/call", `{"name":"run_start","arguments":{"workflow":"greet","wait_seconds":10},`+meta(caps)+`}`)
+	}
+	asked := start(1, `{"elicitation":{"form":{}}}`)
+	if asked["resultType"] != "input_required" || asked["inputRequests"] == nil {
+		t.Fatalf("with elicitation declared on the request: %v", asked)
+	}
+	plain := start(2, `{}`)
+	if plain["resultType"] == "input_required" || plain["inputRequests"] != nil {
+		t.Fatalf("without elicitation on the request: %v", plain)
+	}
+	sc, _ := plain["structuredContent"].(map[string]any)
+	if sc["status"] != "waiting" || sc["pause"] == nil {
+		t.Fatalf("the pause goes to the agent: %v", plain)
+	}
+}
