@@ -67,6 +67,16 @@ func TestProgressWhileALongStepRuns(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("run_start: %v %+v", err, res)
 	}
+	// The client hands notifications to its handler on goroutines of its
+	// own: the last may reach it just after the result.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n > 0 && strings.HasPrefix(got[n-1].Message, "step c succeeded") {
+			break
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	var msgs []string
@@ -109,6 +119,16 @@ func TestProgressPauseAndUnknownTotal(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), params)
 	if err != nil || res.IsError {
 		t.Fatalf("run_start: %v %+v", err, res)
+	}
+	// The client hands notifications to its handler on goroutines of its
+	// own: the last may reach it just after the result.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n > 0 && got[n-1].Message == "run paused" {
+			break
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
