@@ -113,6 +113,7 @@ func NewUnattached(opts Options) *Server {
 		CompletionHandler:  s.complete,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
+		SetCacheable:       s.cacheHint,
 		Capabilities: &mcp.ServerCapabilities{
 			Logging:   &mcp.LoggingCapabilities{},
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
