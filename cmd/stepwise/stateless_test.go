@@ -36,7 +36,7 @@ func newRoundRobin(t *testing.T, urls []string) *httptest.Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := httputil.NewSingleHostReverseProxy(target)
+		p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 		p.FlushInterval = -1 // server-sent events as they come
 		rr.proxies = append(rr.proxies, p)
 	}
