@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -185,5 +186,70 @@ func TestShortLanguageSize(t *testing.T) {
 	data, _ := json.Marshal(fullPrompt.Messages)
 	if !strings.Contains(string(data), uriDocsFull) || !strings.Contains(string(data), uriSchema) || fullPromptSize < len(docs.Workflows) {
 		t.Errorf("author_workflow language=full does not attach the reference and the schema (%d bytes)", fullPromptSize)
+	}
+}
+
+// TestRunResultsFitOutputSchema checks what clients check: the structured
+// content of the run tools' results — a run waiting, then succeeded, and
+// an error — fits the output schema tools/list gives them.
+func TestRunResultsFitOutputSchema(t *testing.T) {
+	cs, _ := measuredSession(t, Options{})
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Resolved{}
+	for _, tool := range list.Tools {
+		if tool.OutputSchema == nil {
+			continue
+		}
+		data, _ := json.Marshal(tool.OutputSchema)
+		var s jsonschema.Schema
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		if schemas[tool.Name], err = s.Resolve(nil); err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+	}
+	for name := range outputSchemaTools {
+		if schemas[name] == nil {
+			t.Errorf("%s has no output schema", name)
+		}
+	}
+	check := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(res.StructuredContent)
+		var v map[string]any
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%s: %s", name, data)
+		}
+		if err := schemas[name].Validate(v); err != nil {
+			t.Errorf("%s (isError %v): %s does not fit its output schema: %v", name, res.IsError, data, err)
+		}
+		return v
+	}
+	started := check("run_start", map[string]any{"workflow": "greet", "wait_seconds": 5})
+	pause, _ := started["pause"].(map[string]any)
+	if started["status"] != "waiting" || pause == nil {
+		t.Fatalf("run_start: %v", started)
+	}
+	asked := check("run_continue", map[string]any{"token": pause["token"], "value": "Ada", "wait_seconds": 5})
+	pause, _ = asked["pause"].(map[string]any)
+	if pause == nil {
+		t.Fatalf("run_continue: %v", asked)
+	}
+	done := check("run_continue", map[string]any{"token": pause["token"], "value": map[string]any{"line": "Hello, Ada!"}, "wait_seconds": 5})
+	if done["status"] != "succeeded" {
+		t.Fatalf("run_continue: %v", done)
+	}
+	check("run_get", map[string]any{"run_id": done["run_id"]})
+	if failed := check("run_get", map[string]any{"run_id": "no-such-run"}); failed["error_code"] == nil {
+		t.Errorf("run_get of a missing run: %v", failed)
 	}
 }
