@@ -17,7 +17,7 @@ type toolSchema struct {
 }
 
 // setToolSchemas gives t its input schema and, unless it has one, its
-// output schema: from builtinSchemas (toolschemas_gen.go, generated from
+// output schema if it is one of outputSchemaTools: from builtinSchemas (toolschemas_gen.go, generated from
 // the Go types by go generate; TestToolSchemasCurrent fails when it is
 // stale), or derived from In and Out by reflection when the server is told
 // to (the generator is) or the generated file does not know the tool yet.
