@@ -106,7 +106,7 @@ var builtinSchemas = map[string]toolSchema{
 		Output: ``,
 	},
 	"workflow_validate": {
-		Input:  `{"additionalProperties":false,"properties":{"content":{"description":"YAML or JSON text; or name","type":"string"},"name":{"description":"or content","type":"string"}},"type":"object"}`,
+		Input:  `{"additionalProperties":false,"properties":{"content":{"description":"YAML or JSON text; or name","type":"string"},"name":{"description":"a library workflow; or content","type":"string"}},"type":"object"}`,
 		Output: ``,
 	},
 }

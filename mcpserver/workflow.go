@@ -61,7 +61,7 @@ func (o WorkflowGetOut) Summary() string {
 // WorkflowValidateIn are workflow_validate's arguments.
 type WorkflowValidateIn struct {
 	Content string `json:"content,omitempty" jsonschema:"YAML or JSON text; or name"`
-	Name    string `json:"name,omitempty" jsonschema:"or content"`
+	Name    string `json:"name,omitempty" jsonschema:"a library workflow; or content"`
 }
 
 // WorkflowValidateOut is workflow_validate's result.
