@@ -35,3 +35,22 @@ func TestSetLevelRefusesUnknownLevels(t *testing.T) {
 		t.Fatalf("setLevel warning: %v", err)
 	}
 }
+
+func TestPortableRewrites(t *testing.T) {
+	in := `{"type":"object","additionalProperties":{"not":{}},"properties":{` +
+		`"opt":{"type":["null","boolean"]},"two":{"type":["string","number"]},` +
+		`"free":{"type":"object","additionalProperties":{}},"any":{"description":"d"},` +
+		`"never":{"not":{}}}}`
+	var v any
+	if err := json.Unmarshal([]byte(in), &v); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(portable(v))
+	want := `{"additionalProperties":false,"properties":{` +
+		`"any":{"anyOf":[{"type":"string"},{"type":"number"},{"type":"boolean"},{"type":"object"},{"type":"array"},{"type":"null"}],"description":"d"},` +
+		`"free":{"type":"object"},"never":{"not":{}},"opt":{"type":"boolean"},` +
+		`"two":{"anyOf":[{"type":"string"},{"type":"number"}]}},"type":"object"}`
+	if string(data) != want {
+		t.Fatalf("got  %s\nwant %s", data, want)
+	}
+}
