@@ -40,6 +40,7 @@ type serveOptions struct {
 	maxMessageBytes int
 	sessionTimeout  time.Duration
 	expose          bool
+	tools           string
 	catalogURLs     bool
 	allowOrigins    []string
 	publicURL       string
@@ -97,6 +98,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.maxMessageBytes, "max-message-bytes", mcpserver.DefaultMaxMessageBytes, "refuse an incoming JSON-RPC message (a stdio line, an HTTP body) longer than this, with a JSON-RPC error")
 	f.DurationVar(&o.sessionTimeout, "session-timeout", 30*time.Minute, "close HTTP sessions idle this long")
 	f.BoolVar(&o.expose, "expose-workflows", false, "make each library workflow a tool wf_<name> taking its inputs")
+	f.StringVar(&o.tools, "tools", string(mcpserver.ToolsAll), "which built-in tools to offer: all, or core (author and run workflows: a smaller tools/list for agents that pay per token)")
 	f.BoolVar(&o.catalogURLs, "allow-catalog-urls", false, "let MCP callers import OpenAPI catalogs from http(s) URLs (the server fetches them)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "browser origin allowed to call /mcp besides the server's own (repeatable)")
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, for links to secret pages (default: from --http)")
@@ -149,6 +151,10 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	retention := time.Duration(o.retention)
 	if o.maxRuns < 0 {
 		return usageErr("--max-runs %d: give 0 (no limit) or more", o.maxRuns)
+	}
+	tools, err := mcpserver.ParseToolProfile(o.tools)
+	if err != nil {
+		return usageErr("--tools: %v", err)
 	}
 	shell, err := o.shellPolicy()
 	if err != nil {
@@ -225,7 +231,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL, MaxDrivenRuns: o.maxDriven})
 		opening <- opened{svc, err}
 	}()
-	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Logger: logger,
+	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Tools: tools, Logger: logger,
 		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes})
 	sessionLog.Attach(srv)
 	var svc *service.Service

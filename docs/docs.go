@@ -8,3 +8,9 @@ import _ "embed"
 //
 //go:embed WORKFLOWS.md
 var Workflows string
+
+// WorkflowsEssentials is docs/WORKFLOWS-ESSENTIALS.md: the language's
+// essentials in a few KB, pointing to Workflows for the rest.
+//
+//go:embed WORKFLOWS-ESSENTIALS.md
+var WorkflowsEssentials string

@@ -17,7 +17,7 @@ import (
 
 // ActionGetIn are action_get's arguments.
 type ActionGetIn struct {
-	Name string `json:"name" jsonschema:"the action's name, as steps write it in uses:"`
+	Name string `json:"name" jsonschema:"as uses: writes it"`
 }
 
 // ActionGetOut is action_get's result.
@@ -34,7 +34,7 @@ const uriActions = "stepwise://actions"
 
 func (s *Server) addActionTools() {
 	addTool(s, &mcp.Tool{Name: "action_get", Title: "Describe an action",
-		Description: "One action a `uses:` step can call: its description, safety tier (read-only, mutating, destructive) and the JSON Schemas of its input (the step's `with`) and output (what steps.<id>.output holds). Find actions with action_search.",
+		Description: "An action's description, safety tier and JSON Schemas of its input (a uses: step's with:) and output (steps.<id>.output).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in ActionGetIn) (ActionGetOut, error) {
 			a, ok := s.svc.Actions.Get(in.Name)

@@ -17,7 +17,7 @@ const uriCatalogs = "stepwise://catalogs"
 
 // CatalogValidateIn are catalog_validate's arguments.
 type CatalogValidateIn struct {
-	Source string `json:"source" jsonschema:"an OpenAPI document (Swagger 2.0, OpenAPI 3.0 or 3.1): a file path on the server, an http(s) URL if the server allows them, or the document itself (JSON or YAML text)"`
+	Source string `json:"source" jsonschema:"a file path on the server, an http(s) URL if allowed, or the document (JSON or YAML)"`
 }
 
 // CatalogValidateOut is catalog_validate's result.
@@ -39,13 +39,13 @@ func (o CatalogValidateOut) Summary() string {
 
 // CatalogPreviewIn are catalog_preview's arguments.
 type CatalogPreviewIn struct {
-	Source  string `json:"source" jsonschema:"the OpenAPI document: a file path on the server, an http(s) URL if allowed, or the document itself"`
-	Title   string `json:"title" jsonschema:"the catalog's title, for people; the catalog's name is made from it unless name is given"`
-	Name    string `json:"name,omitempty" jsonschema:"the catalog's name, the prefix of its actions (lowercase letters, digits, - and _)"`
+	Source  string `json:"source" jsonschema:"the OpenAPI document: a file path on the server, an http(s) URL if allowed, or its text"`
+	Title   string `json:"title" jsonschema:"the catalog's title"`
+	Name    string `json:"name,omitempty" jsonschema:"its actions' prefix (default: from the title)"`
 	BaseURL string `json:"base_url,omitempty" jsonschema:"where calls go (default: the document's first server)"`
 	// OperationsCursor and OperationsLimit page the operations.
-	OperationsCursor string `json:"operations_cursor,omitempty" jsonschema:"operations_next_cursor of a previous result: its next page of operations"`
-	OperationsLimit  int    `json:"operations_limit,omitempty" jsonschema:"operations per page (default 20, at most 200); without it and operations_cursor the result is a summary with the first 20"`
+	OperationsCursor string `json:"operations_cursor,omitempty" jsonschema:"operations_next_cursor of the previous result"`
+	OperationsLimit  int    `json:"operations_limit,omitempty" jsonschema:"operations per page (default 20, max 200)"`
 }
 
 // CatalogPreviewOut is catalog_preview's result.
@@ -77,13 +77,13 @@ func (o CatalogPreviewOut) Summary() string {
 
 // CatalogImportIn are catalog_import's arguments.
 type CatalogImportIn struct {
-	Source    string                        `json:"source" jsonschema:"the OpenAPI document: a file path on the server, an http(s) URL if allowed, or the document itself"`
-	Title     string                        `json:"title" jsonschema:"the catalog's title; the name is made from it unless name is given"`
-	Name      string                        `json:"name,omitempty" jsonschema:"the catalog's name, the prefix of its actions"`
+	Source    string                        `json:"source" jsonschema:"the OpenAPI document: a file path on the server, an http(s) URL if allowed, or its text"`
+	Title     string                        `json:"title" jsonschema:"the catalog's title"`
+	Name      string                        `json:"name,omitempty" jsonschema:"its actions' prefix (default: from the title)"`
 	BaseURL   string                        `json:"base_url,omitempty" jsonschema:"where calls go (default: the document's first server)"`
-	Overwrite bool                          `json:"overwrite,omitempty" jsonschema:"replace a catalog of the same name"`
+	Overwrite bool                          `json:"overwrite,omitempty" jsonschema:"replace a catalog of that name"`
 	Enabled   *bool                         `json:"enabled,omitempty" jsonschema:"register its actions now (default true)"`
-	Auth      map[string]catalog.Credential `json:"auth,omitempty" jsonschema:"credentials by security scheme name (see security_schemes of catalog_validate); secrets only as $NAME, an environment variable of the server"`
+	Auth      map[string]catalog.Credential `json:"auth,omitempty" jsonschema:"credentials by security scheme (catalog_validate's security_schemes), secrets only as $NAME, a server environment variable"`
 }
 
 // CatalogImportOut is catalog_import's result.
@@ -127,14 +127,14 @@ func (o CatalogListOut) Summary() string {
 
 // CatalogSetEnabledIn are catalog_set_enabled's arguments.
 type CatalogSetEnabledIn struct {
-	Name    string `json:"name" jsonschema:"the catalog's name"`
-	Enabled bool   `json:"enabled" jsonschema:"true registers its actions, false takes them out (workflows using them stop validating)"`
+	Name    string `json:"name"`
+	Enabled bool   `json:"enabled"`
 }
 
 // CatalogRemoveIn are catalog_remove's arguments.
 type CatalogRemoveIn struct {
-	Name    string `json:"name" jsonschema:"the catalog to remove"`
-	Confirm bool   `json:"confirm,omitempty" jsonschema:"set after the person agreed, when your client cannot ask them (no elicitation)"`
+	Name    string `json:"name"`
+	Confirm bool   `json:"confirm,omitempty" jsonschema:"the person agreed (when your client cannot elicit)"`
 }
 
 // CatalogOut is one catalog (catalog_set_enabled, catalog_remove).
@@ -161,15 +161,13 @@ func (o CatalogOut) Summary() string {
 func (s *Server) addCatalogTools() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	addTool(s, &mcp.Tool{Name: "catalog_validate", Title: "Check an OpenAPI document", Annotations: readOnly,
-		Description: "Parse an OpenAPI document (Swagger 2.0, OpenAPI 3.0 or 3.1) and report whether it can be imported as a catalog: " +
-			"{valid, openapi, title, base_url, operations, security_schemes, problems[], warnings[]}."},
+		Description: "Check whether an OpenAPI document (Swagger 2.0, OpenAPI 3.0/3.1) can be imported: {valid, openapi, title, base_url, operations, security_schemes, problems, warnings}."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogValidateIn) (CatalogValidateOut, error) {
 			r, err := s.svc.ValidateCatalog(ctx, in.Source)
 			return CatalogValidateOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_preview", Title: "Preview a catalog import", Annotations: readOnly,
-		Description: "Dry run of catalog_import: a summary of the actions the document's operations would become (<catalog>.<operationId>): how many, counted by tag and by safety tier, the first 20 with method, path and safety tier, and the warnings. " +
-			"Page through the rest with operations_cursor (operations_next_cursor of the previous result) and operations_limit. Writes nothing."},
+		Description: "Dry run of catalog_import: the actions it would make, counted by tag and safety tier, the first 20 operations and warnings; page with operations_cursor. Writes nothing."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogPreviewIn) (CatalogPreviewOut, error) {
 			page := catalog.Page{Limit: in.OperationsLimit}
 			if in.OperationsCursor != "" {
@@ -189,8 +187,7 @@ func (s *Server) addCatalogTools() {
 			return CatalogPreviewOut{p}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_import", Title: "Import an OpenAPI catalog",
-		Description: "Import an OpenAPI document as a catalog: each operation becomes an action <catalog>.<operationId> that steps call with uses: and with: (its input schema: path, query and header parameters by name, the request body under body). " +
-			"Fails with CATALOG_CONFLICT when the catalog exists (pass overwrite). Credentials (auth) are given per security scheme as $NAME environment references, never in clear.",
+		Description: "Import an OpenAPI document as a catalog: each operation becomes an action <catalog>.<operationId> (with: path, query and header parameters by name, the body under body). CATALOG_CONFLICT if it exists: pass overwrite.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogImportIn) (CatalogImportOut, error) {
 			enabled := in.Enabled == nil || *in.Enabled
@@ -205,13 +202,13 @@ func (s *Server) addCatalogTools() {
 			return CatalogImportOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_list", Title: "List catalogs", Annotations: readOnly,
-		Description: "List the imported OpenAPI catalogs: name, title, base_url, enabled, operations and the first 50 of their action names (actions_total counts them when there are more; action_search or stepwise://actions lists them all)."},
+		Description: "The imported OpenAPI catalogs, each with its first 50 action names (actions_total counts all)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (CatalogListOut, error) {
 			cs, err := s.svc.ListCatalogs(ctx)
 			return CatalogListOut{Catalogs: briefCatalogs(cs)}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_set_enabled", Title: "Enable or disable a catalog",
-		Description: "Enable a catalog (its operations become actions) or disable it (they leave the registry, and workflows using them stop validating).",
+		Description: "Enable a catalog (its operations become actions) or disable it (workflows using them stop validating).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CatalogSetEnabledIn) (CatalogOut, error) {
 			c, err := s.svc.SetCatalogEnabled(ctx, in.Name, in.Enabled)
@@ -221,7 +218,7 @@ func (s *Server) addCatalogTools() {
 			return CatalogOut{CatalogInfo: brief(c)}, err
 		})
 	addTool(s, &mcp.Tool{Name: "catalog_remove", Title: "Remove a catalog",
-		Description: "Remove a catalog and its actions. Destructive: the person confirms (asked directly when your client supports elicitation; otherwise ask them and pass confirm: true).",
+		Description: "Remove a catalog and its actions. Destructive: the person confirms (elicitation, else ask them and pass confirm: true).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in CatalogRemoveIn) (CatalogOut, error) {
 			// Refuse what cannot be removed before asking the person.

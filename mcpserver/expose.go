@@ -86,7 +86,7 @@ func exposedTool(name string, w service.WorkflowSummary) *mcp.Tool {
 	if w.Description != "" {
 		desc += " " + w.Description
 	}
-	desc += " Returns the run_start shape {run_id, status, outputs?, pause?, error?}; answer pauses with run_continue."
+	desc += " Returns the run shape, as run_start; answer a pause with run_continue."
 	return &mcp.Tool{Name: name, Title: w.Title, Description: desc, InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}}
 }

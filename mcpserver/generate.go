@@ -13,9 +13,9 @@ import (
 
 // WorkflowGenerateIn are workflow_generate's arguments.
 type WorkflowGenerateIn struct {
-	Schema json.RawMessage `json:"schema,omitempty" jsonschema:"a JSON Schema object whose properties become questions, asked in the order written; give this or action"`
-	Action string          `json:"action,omitempty" jsonschema:"an action (e.g. a catalog operation) whose input schema becomes questions, followed by the step calling it"`
-	Name   string          `json:"name,omitempty" jsonschema:"the workflow's name (default generated)"`
+	Schema json.RawMessage `json:"schema,omitempty" jsonschema:"a JSON Schema object; or action"`
+	Action string          `json:"action,omitempty" jsonschema:"an action whose input schema becomes the questions; or schema"`
+	Name   string          `json:"name,omitempty" jsonschema:"default generated"`
 	Title  string          `json:"title,omitempty"`
 }
 
@@ -37,7 +37,7 @@ func (o WorkflowGenerateOut) Summary() string {
 
 func (s *Server) addGenerateTool() {
 	addTool(s, &mcp.Tool{Name: "workflow_generate", Title: "Generate a question flow",
-		Description: "Write a workflow that asks a person one question per property of a JSON Schema object (types, enum → choices, pattern, bounds, defaults, writeOnly/password → secret) and returns the answers as one object — or, for an action, then calls it with them. Returns {content, valid, violations}; nothing is saved (use workflow_save).",
+		Description: "Write a question flow: one question per property of a JSON Schema object (or of an action's input, then calling the action); the answers come back as one object. Returns {content, valid, violations}; saves nothing.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in WorkflowGenerateIn) (WorkflowGenerateOut, error) {
 			g, err := s.svc.GenerateWorkflow(in.Schema, in.Action, generate.Options{Name: in.Name, Title: in.Title})

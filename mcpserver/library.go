@@ -12,11 +12,11 @@ import (
 
 // WorkflowSaveIn are workflow_save's arguments.
 type WorkflowSaveIn struct {
-	Content         string `json:"content" jsonschema:"the workflow, YAML or JSON text; its name: field names the file"`
-	Draft           bool   `json:"draft,omitempty" jsonschema:"save as a draft: kept even when invalid, its violations returned"`
-	Name            string `json:"name,omitempty" jsonschema:"only for a draft whose content does not parse yet: the name to file it under"`
-	ExpectedVersion string `json:"expected_version,omitempty" jsonschema:"the revision you read (workflow_get or the last workflow_save: revision, the hash of the file's bytes); required to replace an existing workflow"`
-	Overwrite       bool   `json:"overwrite,omitempty" jsonschema:"replace an existing workflow whatever its revision"`
+	Content         string `json:"content" jsonschema:"YAML or JSON text; its name: names the file"`
+	Draft           bool   `json:"draft,omitempty"`
+	Name            string `json:"name,omitempty" jsonschema:"a draft's name when its content does not parse"`
+	ExpectedVersion string `json:"expected_version,omitempty" jsonschema:"the revision you read; required to replace"`
+	Overwrite       bool   `json:"overwrite,omitempty" jsonschema:"replace whatever the revision"`
 }
 
 // WorkflowSaveOut is workflow_save's result.
@@ -48,9 +48,9 @@ func (o WorkflowSaveOut) Summary() string {
 
 // WorkflowRenameIn are workflow_rename's arguments.
 type WorkflowRenameIn struct {
-	Name            string `json:"name" jsonschema:"the workflow's current name"`
-	NewName         string `json:"new_name" jsonschema:"the new name (lowercase letters, digits, - and _)"`
-	ExpectedVersion string `json:"expected_version,omitempty" jsonschema:"rename only if the workflow is still at this revision (workflow_get: revision)"`
+	Name            string `json:"name"`
+	NewName         string `json:"new_name" jsonschema:"lowercase letters, digits, - and _"`
+	ExpectedVersion string `json:"expected_version,omitempty" jsonschema:"only if still at this revision"`
 }
 
 // WorkflowRenameOut is workflow_rename's result.
@@ -75,10 +75,10 @@ func (o WorkflowRenameOut) Summary() string {
 
 // WorkflowDeleteIn are workflow_delete's arguments.
 type WorkflowDeleteIn struct {
-	Name            string `json:"name" jsonschema:"the workflow (or draft) to delete"`
-	Draft           bool   `json:"draft,omitempty" jsonschema:"delete the draft of that name"`
-	ExpectedVersion string `json:"expected_version,omitempty" jsonschema:"delete only if it is still at this revision (workflow_get: revision)"`
-	Confirm         bool   `json:"confirm,omitempty" jsonschema:"set after the person agreed, when your client cannot ask them (no elicitation)"`
+	Name            string `json:"name"`
+	Draft           bool   `json:"draft,omitempty" jsonschema:"the draft of that name"`
+	ExpectedVersion string `json:"expected_version,omitempty" jsonschema:"only if still at this revision"`
+	Confirm         bool   `json:"confirm,omitempty" jsonschema:"the person agreed (when your client cannot elicit)"`
 }
 
 // WorkflowDeleteOut is workflow_delete's result.
@@ -96,9 +96,7 @@ func (o WorkflowDeleteOut) Summary() string {
 
 func (s *Server) addLibraryTools() {
 	addTool(s, &mcp.Tool{Name: "workflow_save", Title: "Save a workflow",
-		Description: "Save a workflow into the library (it must be valid: an invalid one is refused with its violations) or as a draft (draft: true, kept even when invalid). " +
-			"Replacing an existing workflow (or draft) needs expected_version: the revision you read (workflow_get, or this tool's last result; a VERSION_CONFLICT error carries the current one as current_revision), or overwrite. " +
-			"Saving to the library removes the draft of the same name. Returns {name, path, version, revision, violations}: version identifies the definition (runs pin it), revision the file's bytes (the next expected_version).",
+		Description: "Save a workflow to the library (an invalid one is refused with its violations) or as a draft (draft: true, kept even invalid). Replacing one needs expected_version (the revision read; VERSION_CONFLICT carries current_revision) or overwrite. Saving removes the draft of that name. Returns {name, path, version, revision, violations}.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowSaveIn) (WorkflowSaveOut, error) {
 			r, err := s.svc.SaveWorkflow(ctx, service.SaveRequest{Content: in.Content, Draft: in.Draft, Name: in.Name,
@@ -106,16 +104,14 @@ func (s *Server) addLibraryTools() {
 			return WorkflowSaveOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_rename", Title: "Rename a workflow",
-		Description: "Rename a library workflow: its file and its name: field together, nothing else changes. Runs already started keep the version they pinned. Fails with VERSION_CONFLICT if new_name exists. " +
-			"The result lists the workflows (referenced_by) and drafts (drafts_referencing) whose steps call the old name: they need updating.",
+		Description: "Rename a library workflow (its file and name: field); started runs keep their version. VERSION_CONFLICT if new_name exists. referenced_by and drafts_referencing list what calls the old name.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowRenameIn) (WorkflowRenameOut, error) {
 			r, err := s.svc.RenameWorkflow(ctx, in.Name, in.NewName, in.ExpectedVersion)
 			return WorkflowRenameOut{r}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_delete", Title: "Delete a workflow",
-		Description: "Delete a library workflow or a draft. Destructive: the person confirms (asked directly when your client supports elicitation; otherwise ask them and pass confirm: true). " +
-			"A copy is kept in the server's previous/ directory.",
+		Description: "Delete a library workflow or draft (a copy goes to previous/). Destructive: the person confirms (elicitation, else ask them and pass confirm: true).",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in WorkflowDeleteIn) (WorkflowDeleteOut, error) {
 			what := "delete workflow " + in.Name

@@ -286,8 +286,19 @@ func TestExtendWorkflowPrompt(t *testing.T) {
 	for _, m := range res.Messages[1:] {
 		uris = append(uris, m.Content.(*mcp.EmbeddedResource).Resource.URI)
 	}
-	if strings.Join(uris, " ") != "stepwise://workflows/greet stepwise://docs/workflows stepwise://schema/workflow" {
+	if strings.Join(uris, " ") != "stepwise://workflows/greet stepwise://docs/workflows" {
 		t.Errorf("embedded %v", uris)
+	}
+	full, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "extend_workflow", Arguments: map[string]string{"name": "greet", "change": "greet in French", "language": "full"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uris = nil
+	for _, m := range full.Messages[1:] {
+		uris = append(uris, m.Content.(*mcp.EmbeddedResource).Resource.URI)
+	}
+	if strings.Join(uris, " ") != "stepwise://workflows/greet stepwise://docs/workflows/full stepwise://schema/workflow" {
+		t.Errorf("embedded with language=full %v", uris)
 	}
 	if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "extend_workflow", Arguments: map[string]string{"name": "../x", "change": "y"}}); err == nil {
 		t.Error("an unsafe name was accepted")

@@ -13,12 +13,12 @@ import (
 
 // WorkflowPlanIn are workflow_plan's arguments.
 type WorkflowPlanIn struct {
-	Name    string         `json:"name,omitempty" jsonschema:"a library workflow's name (or a draft's, when no saved workflow has it); give this or content"`
-	Content string         `json:"content,omitempty" jsonschema:"a workflow definition, YAML or JSON text; give this or name"`
-	Inputs  map[string]any `json:"inputs,omitempty" jsonschema:"the input values you would start the run with"`
+	Name    string         `json:"name,omitempty" jsonschema:"a library workflow or draft; or content"`
+	Content string         `json:"content,omitempty" jsonschema:"YAML or JSON text; or name"`
+	Inputs  map[string]any `json:"inputs,omitempty"`
 	// StepsCursor and StepsLimit page the plan's steps.
-	StepsCursor string `json:"steps_cursor,omitempty" jsonschema:"the steps_next_cursor of a previous plan: its next page of steps"`
-	StepsLimit  int    `json:"steps_limit,omitempty" jsonschema:"at most this many steps (default 500, at most 1000; fewer when they would not fit 192 KiB)"`
+	StepsCursor string `json:"steps_cursor,omitempty" jsonschema:"steps_next_cursor of the previous plan"`
+	StepsLimit  int    `json:"steps_limit,omitempty" jsonschema:"default 500, max 1000"`
 }
 
 // Plan step pages: a plan holds at most maxPlanSteps steps, and no more
@@ -100,12 +100,7 @@ func planNext(p *service.Plan, in WorkflowPlanIn) string {
 func (s *Server) addPlanTool() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	addTool(s, &mcp.Tool{Name: "workflow_plan", Title: "Plan a run", Annotations: readOnly,
-		Description: "Preview a run before starting it; nothing is started or recorded. Give name (library) or content (YAML/JSON) and the inputs you would pass to run_start. " +
-			"Returns ready (true exactly when run_start with these inputs would start), every input with its value and source (given, env, default, none, missing; secrets as ***), " +
-			"missing and unknown_inputs, violations (an invalid workflow is valid:false, not an error), and the steps in order — nested ones with parent and path — " +
-			"each with a decision: run, skip, runtime (depends on step outputs, answers or items) or error, a reason, switch cases, foreach items when the inputs give them, " +
-			"and with/prompt/instructions rendered with the known values (what is known only at run time stays as ${{ … }}). " +
-			"Use it to find out which inputs to ask the person for and what the run will do."},
+		Description: "Preview a run, starting nothing: name or content, and inputs as for run_start. Returns ready (run_start would start), each input's value and source, missing and unknown inputs, violations, and each step's decision (run, skip, runtime, error) with its reason and rendered with/prompt. Shows which inputs to ask for."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowPlanIn) (WorkflowPlanOut, error) {
 			req := service.PlanRequest{Name: in.Name, Inputs: in.Inputs}
 			switch {

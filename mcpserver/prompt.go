@@ -29,27 +29,27 @@ func (s *Server) addPrompts() {
 	s.addPrompt(&mcp.Prompt{Name: "extend_workflow", Title: "Change a workflow",
 		Description: "Change a library workflow as described, validate and preview the change, and save it against the version read.",
 		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "the library workflow to change", Required: true},
-			{Name: "change", Description: "what to change, in words", Required: true}}}, s.extendPrompt)
+			{Name: "change", Description: "what to change, in words", Required: true}, languageArg}}, s.extendPrompt)
 	s.addPrompt(&mcp.Prompt{Name: "author_workflow", Title: "Author a workflow",
 		Description: "Write a new stepwise workflow for a goal, validate it and try it.",
-		Arguments:   []*mcp.PromptArgument{{Name: "goal", Description: "what the workflow should achieve", Required: true}}},
+		Arguments:   []*mcp.PromptArgument{{Name: "goal", Description: "what the workflow should achieve", Required: true}, languageArg}},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			goal := strings.TrimSpace(req.Params.Arguments["goal"])
 			if goal == "" {
 				return nil, argumentsError("goal", "the argument goal is required")
 			}
 			text := "Author a stepwise workflow for this goal:\n\n" + goal + "\n\n" +
-				"1. The language is attached (stepwise://docs/workflows) with its JSON Schema. Check workflow_list first: an existing workflow may already do it or be a sub-workflow to call.\n" +
+				"1. The language's essentials are attached (stepwise://docs/workflows; the full reference is stepwise://docs/workflows/full, the JSON Schema stepwise://schema/workflow). Check workflow_list first: an existing workflow may already do it or be a sub-workflow to call.\n" +
 				"2. Declare inputs for what varies; use `ask` steps for what a person decides during the run (secret: true for credentials), `agent` steps with an output_schema for work you will do, `uses` steps for automated actions.\n" +
 				"3. Keep your work as a draft: workflow_save {content, draft: true} stores it even while invalid and returns every violation (each has a path, line, column and often a hint). Fix them and save the draft again (expected_version: the revision it returned) until it is valid; workflow_validate {content} checks without saving.\n" +
 				"4. Preview it with workflow_plan {content, inputs}: which inputs are missing, which steps will run, each step's rendered `with`.\n" +
 				"5. Put it in the library with workflow_save {content} (this removes the draft), then try it with run_start {workflow, inputs}; answer pauses with run_continue."
-			return &mcp.GetPromptResult{Description: "Author a workflow", Messages: append([]*mcp.PromptMessage{userText(text)}, s.languageMessages()...)}, nil
+			return &mcp.GetPromptResult{Description: "Author a workflow", Messages: append([]*mcp.PromptMessage{userText(text)}, s.languageMessages(req)...)}, nil
 		})
 	s.addPrompt(&mcp.Prompt{Name: "fix_workflow", Title: "Fix a workflow",
 		Description: "Fix an invalid workflow: a library workflow (name) or a definition (content).",
 		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "a library workflow's name"},
-			{Name: "content", Description: "a workflow definition (YAML or JSON), when it is not in the library"}}},
+			{Name: "content", Description: "a workflow definition (YAML or JSON), when it is not in the library"}, languageArg}},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			name, content := strings.TrimSpace(req.Params.Arguments["name"]), req.Params.Arguments["content"]
 			var v validationLike
@@ -95,8 +95,8 @@ func (s *Server) addPrompts() {
 					b.WriteString("\n")
 				}
 			}
-			b.WriteString("\nValidate the result with workflow_validate {content} and repeat until it is valid, then save it with " + save + ". The language is attached.")
-			return &mcp.GetPromptResult{Description: "Fix a workflow", Messages: append([]*mcp.PromptMessage{userText(b.String())}, s.languageMessages()...)}, nil
+			b.WriteString("\nValidate the result with workflow_validate {content} and repeat until it is valid, then save it with " + save + ". The language's essentials are attached (the full reference: stepwise://docs/workflows/full).")
+			return &mcp.GetPromptResult{Description: "Fix a workflow", Messages: append([]*mcp.PromptMessage{userText(b.String())}, s.languageMessages(req)...)}, nil
 		})
 	s.addPrompt(&mcp.Prompt{Name: "run_workflow", Title: "Run a workflow",
 		Description: "Run a library workflow with the person: gather its inputs, start it, answer its pauses.",
@@ -156,14 +156,14 @@ func (s *Server) extendPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*
 		return nil, err
 	}
 	text := fmt.Sprintf("Change the stepwise workflow %q (version %s) as follows:\n\n%s\n\n", d.Name, d.Version, change) +
-		"The current file is attached, with the language. Change as little as possible and keep the file's formatting and comments.\n" +
+		"The current file is attached, with the language's essentials (the full reference: stepwise://docs/workflows/full). Change as little as possible and keep the file's formatting and comments.\n" +
 		"1. Check your edit with workflow_validate {content}; fix every violation.\n" +
 		"2. Preview it with workflow_plan {content, inputs}: steps, conditions, rendered `with`.\n" +
 		fmt.Sprintf("3. Save it with workflow_save {content, expected_version: %q} (its revision: the hash of the file as you read it). A VERSION_CONFLICT means someone changed it meanwhile: read it again with workflow_get, apply your change to the new content and save with the revision it carries.\n", d.Revision) +
 		"Runs already started keep the version they began with."
 	msgs := []*mcp.PromptMessage{userText(text),
 		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriWorkflows + "/" + d.Name, MIMEType: "application/yaml", Text: d.Content}}}}
-	return &mcp.GetPromptResult{Description: "Extend " + d.Name, Messages: append(msgs, s.languageMessages()...)}, nil
+	return &mcp.GetPromptResult{Description: "Extend " + d.Name, Messages: append(msgs, s.languageMessages(req)...)}, nil
 }
 
 type validationLike struct {
@@ -175,10 +175,21 @@ func userText(text string) *mcp.PromptMessage {
 	return &mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: text}}
 }
 
-// languageMessages embeds the spec and the schema resources.
-func (s *Server) languageMessages() []*mcp.PromptMessage {
+// languageArg is the optional argument of the prompts that attach the
+// language: by default its essentials (a few KB, naming the URIs of the
+// rest), with "full" the whole reference and the JSON Schema.
+var languageArg = &mcp.PromptArgument{Name: "language", Description: "full: attach the whole language reference and its JSON Schema (~85 KB) instead of the essentials"}
+
+// languageMessages embeds the language: its essentials, or with
+// language=full the specification and the schema.
+func (s *Server) languageMessages(req *mcp.GetPromptRequest) []*mcp.PromptMessage {
+	if strings.TrimSpace(req.Params.Arguments["language"]) != "full" {
+		return []*mcp.PromptMessage{
+			{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriDocs, MIMEType: "text/markdown", Text: docs.WorkflowsEssentials}}},
+		}
+	}
 	return []*mcp.PromptMessage{
-		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriDocs, MIMEType: "text/markdown", Text: docs.Workflows}}},
+		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriDocsFull, MIMEType: "text/markdown", Text: docs.Workflows}}},
 		{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uriSchema, MIMEType: "application/schema+json", Text: string(workflow.Schema())}}},
 	}
 }

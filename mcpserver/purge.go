@@ -15,10 +15,10 @@ import (
 
 // RunPurgeIn are run_purge's arguments.
 type RunPurgeIn struct {
-	Workflow  string `json:"workflow,omitempty" jsonschema:"only runs of this workflow"`
-	Status    string `json:"status,omitempty" jsonschema:"only runs that ended so: succeeded, failed or canceled (default: all three)"`
-	OlderThan string `json:"older_than,omitempty" jsonschema:"only runs that finished at least this long ago: a duration such as 30d, 12h or 1d12h"`
-	Confirm   bool   `json:"confirm,omitempty" jsonschema:"set only after the person agreed to delete these runs (clients that can ask the person are asked instead)"`
+	Workflow  string `json:"workflow,omitempty"`
+	Status    string `json:"status,omitempty" jsonschema:"succeeded, failed or canceled (default all)"`
+	OlderThan string `json:"older_than,omitempty" jsonschema:"finished at least this long ago: 30d, 12h, 1d12h"`
+	Confirm   bool   `json:"confirm,omitempty" jsonschema:"the person agreed (when your client cannot elicit)"`
 }
 
 // RunPurgeOut is run_purge's result: how many records were deleted.
@@ -45,9 +45,7 @@ func counted(n int, noun string) string {
 
 func (s *Server) addPurgeTool() {
 	addTool(s, &mcp.Tool{Name: "run_purge", Title: "Purge finished runs",
-		Description: "Delete finished runs (succeeded, failed, canceled) with their whole history — steps, events, answers, their sub-workflow runs — optionally only of one workflow, one status or older than a duration. " +
-			"Runs still active, and runs whose sub-workflow runs are, are never touched. Needs the person's confirmation; cannot be undone. " +
-			"Returns the counts deleted {runs, steps, attempts, events, pauses, answers, timers, versions}.",
+		Description: "Delete finished runs with their history and sub-workflow runs, optionally by workflow, status or age; active runs are never touched. Destructive: the person confirms. Returns the counts deleted.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunPurgeIn) (RunPurgeOut, error) {
 			f := service.PurgeFilter{Workflow: in.Workflow}

@@ -18,16 +18,22 @@ import (
 // Resource URIs.
 const (
 	uriDocs      = "stepwise://docs/workflows"
+	uriDocsFull  = "stepwise://docs/workflows/full"
 	uriSchema    = "stepwise://schema/workflow"
 	uriWorkflows = "stepwise://workflows"
 	uriRunPrefix = "stepwise://runs/"
 )
 
 func (s *Server) addResources() {
-	s.addResource(&mcp.Resource{URI: uriDocs, Name: "workflow-language", Title: "The stepwise workflow language",
-		Description: "The specification of the workflow language (v1): read it before authoring a workflow.", MIMEType: "text/markdown"},
+	s.addResource(&mcp.Resource{URI: uriDocs, Name: "workflow-language", Title: "The stepwise workflow language: essentials",
+		Description: "The workflow language (v1) in a few KB: read it before authoring a workflow; it points to the full reference.", MIMEType: "text/markdown"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return textResource(uriDocs, "text/markdown", docs.Workflows), nil
+			return textResource(uriDocs, "text/markdown", docs.WorkflowsEssentials), nil
+		})
+	s.addResource(&mcp.Resource{URI: uriDocsFull, Name: "workflow-language-full", Title: "The stepwise workflow language: reference",
+		Description: "The full specification of the workflow language (v1, ~75 KB): every field, rule and runtime contract.", MIMEType: "text/markdown"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return textResource(uriDocsFull, "text/markdown", docs.Workflows), nil
 		})
 	s.addResource(&mcp.Resource{URI: uriSchema, Name: "workflow-schema", Title: "JSON Schema of workflows",
 		Description: "The JSON Schema every workflow must satisfy (structure; workflow_validate also checks references and semantics).", MIMEType: "application/schema+json"},

@@ -16,33 +16,33 @@ import (
 
 // RunStartIn are run_start's arguments.
 type RunStartIn struct {
-	Workflow    string         `json:"workflow,omitempty" jsonschema:"name of a library workflow (see workflow_list), or of a draft when no saved workflow has that name; give this or definition"`
-	Definition  string         `json:"definition,omitempty" jsonschema:"an inline workflow definition, YAML or JSON text; give this or workflow"`
-	Inputs      map[string]any `json:"inputs,omitempty" jsonschema:"values of the workflow's declared inputs"`
-	WaitSeconds *float64       `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to finish or pause before returning (default 20, max 300; 0 returns at once)"`
+	Workflow    string         `json:"workflow,omitempty" jsonschema:"a library workflow's (or draft's) name; or definition"`
+	Definition  string         `json:"definition,omitempty" jsonschema:"inline workflow, YAML or JSON text; or workflow"`
+	Inputs      map[string]any `json:"inputs,omitempty"`
+	WaitSeconds *float64       `json:"wait_seconds,omitempty" jsonschema:"default 20, max 300; 0 returns at once"`
 }
 
 // RunContinueIn are run_continue's arguments.
 type RunContinueIn struct {
 	Token       string   `json:"token" jsonschema:"the pause's token, exactly as returned"`
-	Value       any      `json:"value,omitempty" jsonschema:"the answer (question) or the output matching output_schema (agent step); omit to accept a question's default"`
-	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to finish or pause again (default 20, max 300)"`
+	Value       any      `json:"value,omitempty" jsonschema:"the answer, or the agent step's output; omit to take a question's default"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"default 20, max 300"`
 }
 
 // RunGetIn are run_get's arguments.
 type RunGetIn struct {
 	RunID       string   `json:"run_id"`
-	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait up to this long for a running run to finish or pause (default 0, max 300)"`
-	StepsCursor string   `json:"steps_cursor,omitempty" jsonschema:"read the steps page by page with their outputs: steps.next_cursor of a previous result (without it, the last 10 steps are shown)"`
-	StepsLimit  int      `json:"steps_limit,omitempty" jsonschema:"steps per page with steps_cursor (default 10, max 50; a page also stops at 64 KiB of steps, but always holds one)"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"default 0, max 300"`
+	StepsCursor string   `json:"steps_cursor,omitempty" jsonschema:"steps.next_cursor of a previous result: a page of steps with outputs (default: the last 10)"`
+	StepsLimit  int      `json:"steps_limit,omitempty" jsonschema:"default 10, max 50"`
 }
 
 // RunListIn are run_list's arguments.
 type RunListIn struct {
-	Workflow string `json:"workflow,omitempty" jsonschema:"only runs of this workflow"`
-	Status   string `json:"status,omitempty" jsonschema:"only runs in this status: pending, running, waiting, paused, succeeded, failed or canceled"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"page size (default 20, max 200)"`
-	Cursor   string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
+	Workflow string `json:"workflow,omitempty"`
+	Status   string `json:"status,omitempty" jsonschema:"pending, running, waiting, paused, succeeded, failed or canceled"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`
+	Cursor   string `json:"cursor,omitempty"`
 }
 
 // RunListOut is run_list's result.
@@ -73,22 +73,22 @@ type RunLine struct {
 // RunCancelIn are run_cancel's arguments.
 type RunCancelIn struct {
 	RunID      string `json:"run_id"`
-	Reason     string `json:"reason,omitempty" jsonschema:"why, recorded with the run"`
-	Compensate bool   `json:"compensate,omitempty" jsonschema:"undo completed steps first (their compensate actions, in reverse order)"`
+	Reason     string `json:"reason,omitempty" jsonschema:"recorded with the run"`
+	Compensate bool   `json:"compensate,omitempty" jsonschema:"undo completed steps first"`
 }
 
 // RunRetryIn are run_retry's arguments.
 type RunRetryIn struct {
 	RunID       string         `json:"run_id"`
-	Inputs      map[string]any `json:"inputs,omitempty" jsonschema:"corrected input values (others keep theirs)"`
+	Inputs      map[string]any `json:"inputs,omitempty"`
 	WaitSeconds *float64       `json:"wait_seconds,omitempty"`
 }
 
 // RunForkIn are run_fork's arguments.
 type RunForkIn struct {
 	RunID       string         `json:"run_id"`
-	FromStep    string         `json:"from_step" jsonschema:"the top-level step to start from; earlier results are reused"`
-	Inputs      map[string]any `json:"inputs,omitempty" jsonschema:"changed input values"`
+	FromStep    string         `json:"from_step"`
+	Inputs      map[string]any `json:"inputs,omitempty"`
 	WaitSeconds *float64       `json:"wait_seconds,omitempty"`
 }
 
@@ -114,9 +114,7 @@ var runStatuses = []string{store.StatusPending, store.StatusRunning, store.Statu
 
 func (s *Server) addRunTools() {
 	addTool(s, &mcp.Tool{Name: "run_start", Title: "Start a run",
-		Description: "Start a run of a library workflow (workflow: a saved workflow's name, else a draft's, and the result says draft: true) or of an inline definition (definition) with inputs. " +
-			"Returns {run_id, status, outputs?, pause?, error?} as soon as the run finishes, pauses or wait_seconds pass; " +
-			"a pause carries a token for run_continue; status running means: follow with run_get.",
+		Description: "Run a library workflow (workflow: a saved one's name, else a draft's: draft: true) or an inline definition, with inputs. Returns the run shape {run_id, status, outputs?, pause?, error?, next} once it finishes, pauses or wait_seconds pass: answer a pause with run_continue; follow status running with run_get.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunStartIn) (RunResult, error) {
 			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
@@ -152,8 +150,7 @@ func (s *Server) addRunTools() {
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_continue", Title: "Answer a pause",
-		Description: "Answer a run's pause: the token from the pause and the value (a question's answer, or an agent step's output matching output_schema). " +
-			"An invalid value returns an error listing violations and changes nothing — the same token still works. Returns the run_start shape.",
+		Description: "Answer a pause: its token and the value (a question's answer, or an agent step's output matching its output_schema). An invalid value is refused with violations; the token stays valid. Returns the run shape.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunContinueIn) (RunResult, error) {
 			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
@@ -182,8 +179,7 @@ func (s *Server) addRunTools() {
 		})
 
 	getRun := addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
-		Description: "A run's status, open pause (with its token), outputs, error and a summary of its steps. " +
-			"With wait_seconds, waits for a running run to finish or pause first (progress notifications as steps complete).",
+		Description: "A run: status, open pause with its token, outputs, error, recent steps. wait_seconds waits for a running run to finish or pause.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunGetIn) (RunResult, error) {
 			wait, err := s.waitFor(in.WaitSeconds, 0)
@@ -208,7 +204,7 @@ func (s *Server) addRunTools() {
 	s.addQuickTool("run_get", getRun, "wait_seconds")
 
 	listRuns := addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
-		Description: "List runs, newest first, optionally of one workflow or in one status. Returns {runs, next_cursor}.",
+		Description: "Runs, newest first, optionally of one workflow or status. Returns {runs, next_cursor}.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunListIn) (RunListOut, error) {
 			f := store.RunFilter{Workflow: in.Workflow, Cursor: in.Cursor, Limit: in.Limit}
@@ -240,7 +236,7 @@ func (s *Server) addRunTools() {
 	s.addQuickTool("run_list", listRuns, "")
 
 	addTool(s, &mcp.Tool{Name: "run_cancel", Title: "Cancel a run",
-		Description: "Cancel a run that has not finished; with compensate, its completed steps are undone first (in reverse order). Its sub-workflow runs are canceled too. Cannot be undone.",
+		Description: "Cancel an unfinished run and its sub-workflow runs; compensate undoes completed steps first, in reverse. Cannot be undone.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunCancelIn) (RunResult, error) {
 			if err := s.svc.Cancel(ctx, in.RunID, in.Reason, in.Compensate); err != nil {
@@ -255,7 +251,7 @@ func (s *Server) addRunTools() {
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_retry", Title: "Retry a failed run",
-		Description: "Re-run a failed run from the step that failed (earlier results are kept), optionally with corrected inputs. Returns the run_start shape.",
+		Description: "Re-run a failed run from its failed step, earlier results kept, optionally with corrected inputs. Returns the run shape.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunRetryIn) (RunResult, error) {
 			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
@@ -274,7 +270,7 @@ func (s *Server) addRunTools() {
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_fork", Title: "Fork a run",
-		Description: "Start a new run of the same workflow version from one of a run's top-level steps, reusing the results before it, optionally with changed inputs. Returns the run_start shape for the new run.",
+		Description: "Start a new run of the same version from a top-level step of a run, reusing earlier results, optionally with changed inputs. Returns the new run's shape.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunForkIn) (RunResult, error) {
 			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
@@ -294,7 +290,7 @@ func (s *Server) addRunTools() {
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_pause", Title: "Hold a run",
-		Description: "Hold a run: it takes no further steps (an in-flight step is interrupted and runs again later) until run_resume.",
+		Description: "Hold a run: no further steps (an in-flight one runs again later) until run_resume.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunIDIn) (RunResult, error) {
 			if err := s.svc.PauseRun(ctx, in.RunID); err != nil {
@@ -304,7 +300,7 @@ func (s *Server) addRunTools() {
 		})
 
 	addTool(s, &mcp.Tool{Name: "run_resume", Title: "Resume a held run",
-		Description: "Resume a run held by run_pause (or make sure an interrupted run is being driven). Returns the run_start shape.",
+		Description: "Resume a run held by run_pause (or an interrupted one). Returns the run shape.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunIDIn) (RunResult, error) {
 			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)

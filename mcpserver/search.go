@@ -12,10 +12,10 @@ import (
 
 // ActionSearchIn are action_search's arguments.
 type ActionSearchIn struct {
-	Query string `json:"query" jsonschema:"what you want done or are looking for, in words (back up a postgres database), or a name or the start of one; empty lists everything by name"`
+	Query string `json:"query" jsonschema:"what to do, in words (back up a postgres database), or a name or its start; empty lists all"`
 	// IncludeWorkflows is a pointer so that leaving it out means true.
-	IncludeWorkflows *bool `json:"include_workflows,omitempty" jsonschema:"also search the library's workflows (default true); false for actions only"`
-	Limit            int   `json:"limit,omitempty" jsonschema:"how many results, best first (default 10, at most 100)"`
+	IncludeWorkflows *bool `json:"include_workflows,omitempty" jsonschema:"default true"`
+	Limit            int   `json:"limit,omitempty" jsonschema:"default 10, max 100"`
 }
 
 // ActionSearchOut is action_search's result.
@@ -45,11 +45,7 @@ func (o ActionSearchOut) Summary() string {
 func (s *Server) addSearchTools() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	addTool(s, &mcp.Tool{Name: "action_search", Title: "Search actions and workflows", Annotations: readOnly,
-		Description: "Find what can do a task: the actions a workflow step can use (uses: NAME; each with its safety tier: read-only, mutating or destructive) " +
-			"and, unless include_workflows is false, the library's workflows (each with its inputs; run one with run_start {workflow: NAME}). " +
-			"Use it before writing a workflow, to learn which actions exist (action_get NAME then gives the schema of what a step passes in with:), and to find an existing workflow instead of writing one. " +
-			"Describe the task in words or give a name: matches on name count most, then title, tags and description; plurals, other word forms, prefixes and one-letter typos still match. " +
-			"Returns {results: [{kind, name, title?, description, tags?, score, safety? (actions), inputs? and valid (workflows)}]}, best first. An empty query lists everything by name."},
+		Description: "Find actions a step can use (uses: NAME) and library workflows (run with run_start) by words or name; search before writing a workflow. Returns {results: [{kind, name, title?, description, tags?, score, safety?, inputs?, valid?}]}, best first; action_get NAME gives an action's schemas."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ActionSearchIn) (ActionSearchOut, error) {
 			include := in.IncludeWorkflows == nil || *in.IncludeWorkflows
 			rs, err := s.svc.SearchActions(ctx, in.Query, include, in.Limit)

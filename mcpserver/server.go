@@ -26,6 +26,10 @@ type Options struct {
 	BaseURL string
 	// ExposeWorkflows makes each library workflow a tool wf_<name>.
 	ExposeWorkflows bool
+	// Tools is the profile of built-in tools offered ("" is ToolsAll). It
+	// must be one of ToolProfiles (see ParseToolProfile): New panics
+	// otherwise.
+	Tools ToolProfile
 	// Logger receives the server's own logs (never stdout).
 	Logger *slog.Logger
 	// ProtocolLogger receives the MCP SDK's logs (default: discard). It
@@ -106,6 +110,11 @@ func NewUnattached(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	profile, err := ParseToolProfile(string(opts.Tools))
+	if err != nil {
+		panic("mcpserver: " + err.Error())
+	}
+	opts.Tools = profile
 	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}, ready: newReadiness()}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "stepwise", Title: "stepwise workflow engine", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:       instructions,

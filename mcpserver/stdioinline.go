@@ -41,6 +41,9 @@ type quickTool struct {
 // addQuickTool lets the stdio transport answer calls of a read-only tool
 // that never waits unless given the argument waits.
 func (s *Server) addQuickTool(name string, h mcp.ToolHandler, waits string) {
+	if !s.offers(name) {
+		return
+	}
 	if s.quick == nil {
 		s.quick = map[string]quickTool{}
 	}

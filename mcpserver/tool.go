@@ -45,7 +45,9 @@ var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 //
 // The schemas clients see come from toolschemas_gen.go, derived from the
 // Go types at build time (see setToolSchemas). The resolved input schema
-// that checks arguments is built on the tool's first call.
+// that checks arguments is built on the tool's first call. A tool the
+// server's profile does not offer is not registered; its handler is
+// returned all the same.
 func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) mcp.ToolHandler {
 	prebuilt, err := setToolSchemas[In, Out](s, t)
 	if err != nil {
@@ -83,6 +85,9 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, h handlerFor[In, Out]) mcp.Too
 		}
 		return h(ctx, req, input)
 	})
+	if !s.offers(t.Name) {
+		return handler
+	}
 	if prebuilt {
 		addPrebuilt(s.mcp, t, handler)
 		return handler

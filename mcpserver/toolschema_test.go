@@ -111,7 +111,14 @@ func TestToolSchemasCurrent(t *testing.T) {
 			t.Errorf("tool %s missing", name)
 			continue
 		}
+		if (got.Output == "") != (want.Output == "") {
+			t.Errorf("tool %s: output schema %q from toolschemas_gen.go, %q derived", name, got.Output, want.Output)
+			continue
+		}
 		for kind, pair := range map[string][2]string{"input": {got.Input, want.Input}, "output": {got.Output, want.Output}} {
+			if pair[0] == "" {
+				continue
+			}
 			var g, w any
 			if err := json.Unmarshal([]byte(pair[0]), &g); err != nil {
 				t.Fatalf("tool %s: %s schema: %v", name, kind, err)

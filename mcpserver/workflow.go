@@ -12,9 +12,9 @@ import (
 
 // WorkflowListIn are workflow_list's arguments.
 type WorkflowListIn struct {
-	Pattern       string `json:"pattern,omitempty" jsonschema:"a glob on names (deploy-*) or a word to find in name, title or description"`
-	Tag           string `json:"tag,omitempty" jsonschema:"only workflows with this tag"`
-	IncludeDrafts bool   `json:"include_drafts,omitempty" jsonschema:"list drafts too (draft: true; they may be invalid)"`
+	Pattern       string `json:"pattern,omitempty" jsonschema:"a glob (deploy-*) or a word in name, title or description"`
+	Tag           string `json:"tag,omitempty"`
+	IncludeDrafts bool   `json:"include_drafts,omitempty" jsonschema:"drafts too (may be invalid)"`
 }
 
 // WorkflowListOut is workflow_list's result.
@@ -36,8 +36,8 @@ func (o WorkflowListOut) Summary() string {
 
 // WorkflowGetIn are workflow_get's arguments.
 type WorkflowGetIn struct {
-	Name  string `json:"name" jsonschema:"the workflow's library name"`
-	Draft bool   `json:"draft,omitempty" jsonschema:"get the draft of that name instead of the saved workflow"`
+	Name  string `json:"name"`
+	Draft bool   `json:"draft,omitempty" jsonschema:"the draft of that name"`
 }
 
 // WorkflowGetOut is workflow_get's result.
@@ -60,8 +60,8 @@ func (o WorkflowGetOut) Summary() string {
 
 // WorkflowValidateIn are workflow_validate's arguments.
 type WorkflowValidateIn struct {
-	Content string `json:"content,omitempty" jsonschema:"a workflow definition, YAML or JSON text; give this or name"`
-	Name    string `json:"name,omitempty" jsonschema:"a library workflow's name; give this or content"`
+	Content string `json:"content,omitempty" jsonschema:"YAML or JSON text; or name"`
+	Name    string `json:"name,omitempty" jsonschema:"a library workflow; or content"`
 }
 
 // WorkflowValidateOut is workflow_validate's result.
@@ -83,22 +83,19 @@ func (o WorkflowValidateOut) Summary() string {
 func (s *Server) addWorkflowTools() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
 	addTool(s, &mcp.Tool{Name: "workflow_list", Title: "List workflows", Annotations: readOnly,
-		Description: "List the library's workflows with name, title, description, version and a summary of their inputs. " +
-			"Use it first to find a workflow to run (run_start) or inspect (workflow_get)."},
+		Description: "The library's workflows: name, title, description, version, inputs. Start here to find one to run or inspect."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowListIn) (WorkflowListOut, error) {
 			ws, err := s.svc.ListLibrary(ctx, service.ListOptions{Pattern: in.Pattern, Tag: in.Tag, IncludeDrafts: in.IncludeDrafts})
 			return WorkflowListOut{Workflows: ws}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_get", Title: "Get a workflow", Annotations: readOnly,
-		Description: "One library workflow: its content, parsed definition, version, declared inputs and outputs, steps, the ${{ }} references it makes, " +
-			"violations if the file became invalid, and run statistics (runs, success rate, mean duration, last run)."},
+		Description: "A library workflow: content, parsed definition, version, revision, inputs, outputs, steps, ${{ }} references, violations, run statistics."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowGetIn) (WorkflowGetOut, error) {
 			d, err := s.svc.GetLibraryEntry(ctx, in.Name, in.Draft)
 			return WorkflowGetOut{d}, err
 		})
 	addTool(s, &mcp.Tool{Name: "workflow_validate", Title: "Validate a workflow", Annotations: readOnly,
-		Description: "Validate a workflow definition (content) or a library workflow (name). Returns {valid, version, violations[], warnings[]}; " +
-			"every violation at once, each with path, line, column, rule, message and often a hint; warnings (rule secret-name) do not make it invalid. The language: resource stepwise://docs/workflows."},
+		Description: "Validate a definition (content) or a library workflow (name): {valid, version, violations, warnings}, each violation with path, line, column, rule, message, hint. The language: stepwise://docs/workflows."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WorkflowValidateIn) (WorkflowValidateOut, error) {
 			switch {
 			case in.Content != "" && in.Name != "":
