@@ -152,6 +152,7 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 		id                 any   // its id
 	}{
 		{"foreign Host on loopback", http.MethodPost, ping, map[string]string{"Host": "evil.example"}, http.StatusForbidden, 0, nil},
+		{"foreign Host on loopback, malformed", http.MethodPost, `{"jsonrpc":`, map[string]string{"Host": "evil.example"}, http.StatusForbidden, 0, nil},
 		{"not JSON", http.MethodPost, ping, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType, 0, nil},
 		{"no event streams accepted", http.MethodPost, ping, map[string]string{"Accept": "application/json"}, http.StatusBadRequest, 0, nil},
 		{"unknown protocol version", http.MethodPost, ping, map[string]string{headerProtocol: "1999-01-01"}, http.StatusBadRequest, 0, nil},
