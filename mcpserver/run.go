@@ -178,7 +178,7 @@ func (s *Server) addRunTools() {
 			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
 		})
 
-	getRun := addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
+	addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
 		Description: "A run: status, open pause with its token, outputs, error, recent steps. wait_seconds waits for a running run to finish or pause.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunGetIn) (RunResult, error) {
@@ -201,9 +201,7 @@ func (s *Server) addRunTools() {
 			return s.runResultPage(v, true, in.StepsCursor, in.StepsLimit)
 		})
 
-	s.addQuickTool("run_get", getRun, "wait_seconds")
-
-	listRuns := addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
+	addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
 		Description: "Runs, newest first, optionally of one workflow or status. Returns {runs, next_cursor}.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunListIn) (RunListOut, error) {
@@ -233,7 +231,6 @@ func (s *Server) addRunTools() {
 			}
 			return out, nil
 		})
-	s.addQuickTool("run_list", listRuns, "")
 
 	addTool(s, &mcp.Tool{Name: "run_cancel", Title: "Cancel a run",
 		Description: "Cancel an unfinished run and its sub-workflow runs; compensate undoes completed steps first, in reverse. Cannot be undone.",

@@ -97,6 +97,7 @@ func events(t *testing.T, res *http.Response) []map[string]any {
 	var out []map[string]any
 	var data strings.Builder
 	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "data: "); ok {
@@ -151,6 +152,7 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 		id                 any   // its id
 	}{
 		{"foreign Host on loopback", http.MethodPost, ping, map[string]string{"Host": "evil.example"}, http.StatusForbidden, 0, nil},
+		{"foreign Host on loopback, malformed", http.MethodPost, `{"jsonrpc":`, map[string]string{"Host": "evil.example"}, http.StatusForbidden, 0, nil},
 		{"not JSON", http.MethodPost, ping, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType, 0, nil},
 		{"no event streams accepted", http.MethodPost, ping, map[string]string{"Accept": "application/json"}, http.StatusBadRequest, 0, nil},
 		{"unknown protocol version", http.MethodPost, ping, map[string]string{headerProtocol: "1999-01-01"}, http.StatusBadRequest, 0, nil},
@@ -165,6 +167,9 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 		{"empty", http.MethodPost, "", nil, http.StatusBadRequest, parse, nil},
 		{"empty batch", http.MethodPost, "[]", nil, http.StatusBadRequest, invalid, nil},
 		{"batch in 2025-06-18", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: "2025-06-18"}, http.StatusBadRequest, invalid, nil},
+		{"malformed, stateless", http.MethodPost, `{"jsonrpc":`, map[string]string{headerProtocol: statelessProtocol, headerSession: ""}, http.StatusBadRequest, parse, nil},
+		{"batch, stateless", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: statelessProtocol, headerSession: ""}, http.StatusBadRequest, invalid, nil},
+		{"too large, stateless", http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"` + strings.Repeat("a", DefaultMaxMessageBytes) + `"}}`, map[string]string{headerProtocol: statelessProtocol, headerSession: ""}, http.StatusRequestEntityTooLarge, invalid, 5},
 		{"too large", http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", DefaultMaxMessageBytes) + `"}}`, nil, http.StatusRequestEntityTooLarge, invalid, 4},
 		{"GET without a session", http.MethodGet, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
 		{"DELETE without a session", http.MethodDelete, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
@@ -226,37 +231,42 @@ func TestHTTPSessionBelongsToItsUser(t *testing.T) {
 	}
 }
 
-// TestHTTPStatelessProtocol: a call in SEP-2575's protocol is refused with
-// the versions the server speaks; server/discover is answered.
+// TestHTTPStatelessProtocol: a request in SEP-2575's protocol (2026-07-28)
+// is served statelessly: answered without a session, and leaving none
+// behind; server/discover offers the version; a header that disagrees with
+// the request's _meta is refused. A stateful session goes on beside.
 func TestHTTPStatelessProtocol(t *testing.T) {
 	c := serveHTTPTest(t, HTTPOptions{})
 	c.initialize()
-	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
-		map[string]string{headerProtocol: statelessProtocol})
-	var refusal struct {
-		Error struct {
-			Code int `json:"code"`
-			Data struct {
-				Supported []string `json:"supported"`
-				Requested string   `json:"requested"`
-			} `json:"data"`
-		} `json:"error"`
-	}
-	body, _ := io.ReadAll(res.Body)
-	if err := json.Unmarshal(body, &refusal); err != nil || res.StatusCode != http.StatusBadRequest {
-		t.Fatalf("refusal: %d %s", res.StatusCode, body)
-	}
-	if refusal.Error.Code != mcp.CodeUnsupportedProtocolVersion || refusal.Error.Data.Requested != statelessProtocol ||
-		len(refusal.Error.Data.Supported) == 0 || strings.Contains(strings.Join(refusal.Error.Data.Supported, ","), statelessProtocol) {
-		t.Fatalf("refusal: %s", body)
-	}
+	session := c.session
 	c.session = ""
-	discover := `{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	if msgs := events(t, c.do(http.MethodPost, discover, map[string]string{headerProtocol: statelessProtocol})); len(msgs) != 1 || msgs[0]["result"] == nil {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{`+meta+`}}`,
+		map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": "tools/list"})
+	if res.Header.Get(headerSession) != "" {
+		t.Fatalf("a stateless request got session %q", res.Header.Get(headerSession))
+	}
+	msgs := events(t, res)
+	if len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("tools/list at 2026-07-28: %v", msgs)
+	}
+	if tools, _ := msgs[0]["result"].(map[string]any)["tools"].([]any); len(tools) == 0 {
+		t.Fatalf("tools/list at 2026-07-28 lists no tools: %v", msgs[0])
+	}
+	discover := `{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{` + meta + `}}`
+	msgs = events(t, c.do(http.MethodPost, discover, map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": "server/discover"}))
+	if len(msgs) != 1 || msgs[0]["result"] == nil {
 		t.Fatalf("discover: %v", msgs)
+	}
+	if versions, _ := json.Marshal(msgs[0]["result"]); !strings.Contains(string(versions), statelessProtocol) {
+		t.Fatalf("discover does not offer %s: %s", statelessProtocol, versions)
 	}
 	if res := c.do(http.MethodPost, discover, map[string]string{headerProtocol: "2025-11-25"}); res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("discover whose header and _meta disagree: %d", res.StatusCode)
+	}
+	c.session = session
+	if msgs := events(t, c.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, map[string]string{headerProtocol: "2025-11-25"})); len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("the stateful session after: %v", msgs)
 	}
 }
 
@@ -332,10 +342,16 @@ func streamEnds(t *testing.T, res *http.Response) {
 	}
 }
 
-// TestHTTPGoSDKClient: the go-sdk's client, which opens with SEP-2575's
-// server/discover and falls back to initialize, works against the
-// transport, progress notifications included.
+// TestHTTPGoSDKClient: the go-sdk's client works against the handler at
+// 2026-07-28 (its default: server/discover, stateless) and at 2025-11-25
+// (a session), progress notifications included.
 func TestHTTPGoSDKClient(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) { goSDKClient(t, version) })
+	}
+}
+
+func goSDKClient(t *testing.T, version string) {
 	c := serveHTTPTest(t, HTTPOptions{})
 	ctx := context.Background()
 	progress := make(chan string, 16)
@@ -343,11 +359,14 @@ func TestHTTPGoSDKClient(t *testing.T) {
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			progress <- r.Params.Message
 		}})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("negotiated %s", got)
+	}
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil || len(tools.Tools) == 0 {
 		t.Fatalf("tools/list: %v", err)
@@ -372,56 +391,37 @@ func TestHTTPGoSDKClient(t *testing.T) {
 	}
 }
 
-// TestSSEEventLinesJoinBack: a message with line ends between its tokens
-// is framed as several data lines that join back into the same JSON.
-func TestSSEEventLinesJoinBack(t *testing.T) {
-	for _, msg := range []string{`{"a":1}`, "{\n\"a\": [1,\r\n2],\r\"b\":\"x\\ny\"\n}"} {
-		ev := string(sseEvent([]byte(msg)))
-		if !strings.HasPrefix(ev, "event: message\n") || !strings.HasSuffix(ev, "\n\n") {
-			t.Fatalf("framing of %q: %q", msg, ev)
-		}
-		var lines []string
-		for _, l := range strings.Split(strings.TrimSuffix(ev, "\n\n"), "\n")[1:] {
-			rest, ok := strings.CutPrefix(l, "data: ")
-			if !ok {
-				t.Fatalf("line %q of %q", l, ev)
-			}
-			lines = append(lines, rest)
-		}
-		var got, want any
-		if err := json.Unmarshal([]byte(strings.Join(lines, "\n")), &got); err != nil {
-			t.Fatalf("%q: %v", ev, err)
-		}
-		_ = json.Unmarshal([]byte(msg), &want)
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%q became %v", msg, got)
-		}
-	}
-}
-
 // TestHTTPElicitationDuringACall: a question the server asks the person
-// during a call reaches the go-sdk client, and its answer (a POST of its
-// own) reaches the waiting call. (Which stream carries it is
-// TestHTTPProgressOnTheCallStream's concern: this client also listens on
-// the GET stream.)
+// during a call reaches the go-sdk client, and its answer reaches the
+// waiting call: at 2026-07-28 (stateless) through the retried call
+// (MRTR), at 2025-11-25 (a session) as the server's own request, answered
+// with a POST of its own. (Which stream carries it is
+// TestHTTPProgressOnTheCallStream's concern.)
 func TestHTTPElicitationDuringACall(t *testing.T) {
-	c := serveHTTPTest(t, HTTPOptions{})
-	asked := 0
-	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked++
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
-		}})
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: c.url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	var deleted struct {
-		Name string `json:"name"`
-	}
-	if isError := call(t, cs, "workflow_delete", map[string]any{"name": "greet"}, &deleted); isError || deleted.Name != "greet" || asked != 1 {
-		t.Fatalf("workflow_delete: error %v, %+v, asked %d times", isError, deleted, asked)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			c := serveHTTPTest(t, HTTPOptions{})
+			asked := 0
+			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				}})
+			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: c.url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if stateful := cs.ID() != ""; stateful != (version < statelessProtocol) || cs.InitializeResult().ProtocolVersion != version {
+				t.Fatalf("at %s: a session %v, protocol %s", version, stateful, cs.InitializeResult().ProtocolVersion)
+			}
+			var deleted struct {
+				Name string `json:"name"`
+			}
+			if isError := call(t, cs, "workflow_delete", map[string]any{"name": "greet"}, &deleted); isError || deleted.Name != "greet" || asked != 1 {
+				t.Fatalf("workflow_delete: error %v, %+v, asked %d times", isError, deleted, asked)
+			}
+		})
 	}
 }
 
@@ -441,5 +441,82 @@ func TestHTTPMaxMessageBytes(t *testing.T) {
 	}
 	if msgs := events(t, c.do(http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"`+strings.Repeat("a", 8000)+`"}}`, nil)); len(msgs) != 1 || msgs[0]["result"] == nil {
 		t.Fatalf("within the limit: %v", msgs)
+	}
+}
+
+// TestHTTPStreamResumes: the events of a call's stream carry ids, and a
+// client that lost the stream gets what followed an event again with a GET
+// naming it (Last-Event-ID), from the event store.
+func TestHTTPStreamResumes(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"run_start","arguments":{"workflow":"greet"}}}`,
+		map[string]string{headerProtocol: "2025-11-25"})
+	var ids []string
+	var data []string
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+		}
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(d, `"id":12`) {
+			data = append(data, d)
+		}
+	}
+	if len(ids) == 0 || len(data) != 1 {
+		t.Fatalf("the call's stream: event ids %q, answers %q", ids, data)
+	}
+	// Resuming from before the answer replays it.
+	replay := c.do(http.MethodGet, "", map[string]string{"Last-Event-ID": ids[0] + "x", headerProtocol: "2025-11-25"})
+	if replay.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a malformed event id: %d", replay.StatusCode)
+	}
+	// From 2025-11-25 on a stream opens with a priming event (an id, no
+	// data) before the answer.
+	if len(ids) < 2 {
+		t.Fatalf("the call's stream has no priming event: ids %q", ids)
+	}
+	first := ids[0]
+	replay = c.do(http.MethodGet, "", map[string]string{"Last-Event-ID": first, headerProtocol: "2025-11-25"})
+	if replay.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(replay.Body)
+		t.Fatalf("resume: %d %s", replay.StatusCode, body)
+	}
+	got := events(t, replay)
+	if len(got) == 0 || got[len(got)-1]["id"] != 12.0 || got[len(got)-1]["result"] == nil {
+		t.Fatalf("replayed: %v", got)
+	}
+}
+
+// TestHTTPEndSessionsEndsListenStreams: a stateless subscriptions/listen
+// stream (2026-07-28) lasts as long as its POST; EndHTTPSessions ends it,
+// as it ends the stateful sessions' streams.
+func TestHTTPEndSessionsEndsListenStreams(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	listen := `{"jsonrpc":"2.0","id":13,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`
+	res := c.do(http.MethodPost, listen, map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": "subscriptions/listen"})
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		body, _ := io.ReadAll(res.Body)
+		t.Fatalf("subscriptions/listen: %d %s", res.StatusCode, body)
+	}
+	// The acknowledgement comes first: the stream is being served.
+	br := bufio.NewReader(res.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the listen stream ended before its acknowledgement: %v", err)
+		}
+		if strings.Contains(line, "notifications/subscriptions/acknowledged") {
+			break
+		}
+	}
+	c.srv.EndHTTPSessions()
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(br); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listen stream outlived EndHTTPSessions")
 	}
 }
