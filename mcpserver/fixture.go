@@ -137,7 +137,7 @@ func (s *Server) addFixtureTools() {
 	// isError, as a tool's failure should (not a protocol error).
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "test_error_handling", Description: "Always fails, as a tool result with isError."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			return nil, nil, errors.New("This tool intentionally returns an error for testing")
+			return nil, nil, errors.New("this tool intentionally returns an error for testing")
 		})
 
 	type promptArgs struct {

@@ -1,5 +1,7 @@
 package mcpserver
 
+//lint:file-ignore SA1019 the fixtures use sampling, which SEP-2577 deprecates: the suite calls it
+
 import (
 	"bytes"
 	"context"
