@@ -18,7 +18,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -81,13 +80,67 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// addFixtureTool registers a fixture tool whose results pass the ceiling
+// every result of this server passes (boundFixture).
+func (s *Server) addFixtureTool(name, description string, schema json.RawMessage, h mcp.ToolHandler) {
+	s.mcp.AddTool(&mcp.Tool{Name: name, Description: description, InputSchema: schema}, s.boundFixture(name, h))
+}
+
+// boundFixture refuses a fixture's result over maxResultBytes, as
+// boundResult does stepwise's tools' results.
+func (s *Server) boundFixture(name string, h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := h(ctx, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > maxResultBytes {
+			return errorResult(toolError(s.log, name, resultTooLarge(name, len(b), "", ""))), nil
+		}
+		return res, nil
+	}
+}
+
+// fixtureArgs decodes a call's arguments into v, and checks that the
+// strings required names are given: a tool error otherwise, as the SDK's
+// typed tools answer arguments that fail their schema.
+func fixtureArgs(req *mcp.CallToolRequest, v any, required ...string) *mcp.CallToolResult {
+	args := req.Params.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var given map[string]any
+	if err := json.Unmarshal(args, &given); err != nil {
+		return failed("the arguments are not a JSON object: %v", err)
+	}
+	for _, name := range required {
+		if s, ok := given[name].(string); !ok || s == "" {
+			return failed("the argument %s (a string) is required", name)
+		}
+	}
+	if err := json.Unmarshal(args, v); err != nil {
+		return failed("the arguments do not fit the input schema: %v", err)
+	}
+	return nil
+}
+
+// failed is a tool result with isError: a tool's failure, not a protocol
+// error.
+func failed(format string, args ...any) *mcp.CallToolResult {
+	res := text(format, args...)
+	res.IsError = true
+	return res
+}
+
 // addFixtureTools adds the tools of the 2025 scenarios (tools-call-*,
 // elicitation-*, json-schema-2020-12, server-sse-polling) and the
 // diagnostic tools of server-stateless and http-custom-header-server-validation.
 func (s *Server) addFixtureTools() {
-	tool := func(name, description string, h mcp.ToolHandler) {
-		s.mcp.AddTool(&mcp.Tool{Name: name, Description: description, InputSchema: noArgs}, h)
-	}
+	tool := func(name, description string, h mcp.ToolHandler) { s.addFixtureTool(name, description, noArgs, h) }
 	tool("test_simple_text", "Answers one text.", fixed(text("This is a simple text response for testing.")))
 	tool("test_image_content", "Answers an image (a 1x1 PNG).", fixed(&mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.ImageContent{Data: fixturePNG, MIMEType: "image/png"}}}))
@@ -133,42 +186,42 @@ func (s *Server) addFixtureTools() {
 		}
 		return text("%v", token), nil
 	})
-	// Through the typed handler: an error it returns becomes a result with
-	// isError, as a tool's failure should (not a protocol error).
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "test_error_handling", Description: "Always fails, as a tool result with isError."},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			return nil, nil, errors.New("this tool intentionally returns an error for testing")
-		})
+	tool("test_error_handling", "Always fails, as a tool result with isError (not a protocol error).",
+		fixed(failed("This tool intentionally returns an error for testing")))
 
-	type promptArgs struct {
-		Prompt string `json:"prompt" jsonschema:"the prompt to send to the LLM"`
-	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "test_sampling", Description: "Asks the client's LLM (sampling/createMessage) and answers its reply."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in promptArgs) (*mcp.CallToolResult, any, error) {
+	s.addFixtureTool("test_sampling", "Asks the client's LLM (sampling/createMessage) and answers its reply.",
+		json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string","description":"the prompt to send to the LLM"}},"required":["prompt"]}`),
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Prompt string }
+			if bad := fixtureArgs(req, &in, "prompt"); bad != nil {
+				return bad, nil
+			}
 			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100,
 				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}}})
 			if err != nil {
-				return nil, nil, err
+				return failed("sampling: %v", err), nil
 			}
 			reply := "(no text)"
 			if t, ok := res.Content.(*mcp.TextContent); ok {
 				reply = t.Text
 			}
-			return text("LLM response: %s", reply), nil, nil
+			return text("LLM response: %s", reply), nil
 		})
-	type messageArgs struct {
-		Message string `json:"message" jsonschema:"the message to show the user"`
-	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "test_elicitation", Description: "Asks the user (elicitation/create) and answers what they said."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in messageArgs) (*mcp.CallToolResult, any, error) {
+	s.addFixtureTool("test_elicitation", "Asks the user (elicitation/create) and answers what they said.",
+		json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"the message to show the user"}},"required":["message"]}`),
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Message string }
+			if bad := fixtureArgs(req, &in, "message"); bad != nil {
+				return bad, nil
+			}
 			return elicited(ctx, req, "User response", &mcp.ElicitParams{Message: in.Message, RequestedSchema: json.RawMessage(`{
 				"type": "object",
 				"properties": {"username": {"type": "string", "description": "User's response"},
 					"email": {"type": "string", "description": "User's email address"}},
 				"required": ["username", "email"]}`)})
 		})
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "test_elicitation_sep1034_defaults", Description: "Elicits a form whose fields have defaults (SEP-1034)."},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	tool("test_elicitation_sep1034_defaults", "Elicits a form whose fields have defaults (SEP-1034).",
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return elicited(ctx, req, "Elicitation completed", &mcp.ElicitParams{Message: "Please review and update the form fields with defaults",
 				RequestedSchema: json.RawMessage(`{"type": "object", "properties": {
 					"name": {"type": "string", "description": "User name", "default": "John Doe"},
@@ -177,8 +230,8 @@ func (s *Server) addFixtureTools() {
 					"status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
 					"verified": {"type": "boolean", "description": "Verification status", "default": true}}}`)})
 		})
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "test_elicitation_sep1330_enums", Description: "Elicits a form with every enum form of SEP-1330."},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	tool("test_elicitation_sep1330_enums", "Elicits a form with every enum form of SEP-1330.",
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return elicited(ctx, req, "Elicitation completed", &mcp.ElicitParams{Message: "Please select options from the enum fields",
 				RequestedSchema: json.RawMessage(`{"type": "object", "properties": {
 					"untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
@@ -196,8 +249,8 @@ func (s *Server) addFixtureTools() {
 
 	// The input schema is given as written, so that tools/list shows every
 	// keyword of it (SEP-1613, SEP-2106).
-	s.mcp.AddTool(&mcp.Tool{Name: "json_schema_2020_12_tool", Description: "Takes an input schema that uses JSON Schema 2020-12 keywords.",
-		InputSchema: json.RawMessage(`{
+	s.addFixtureTool("json_schema_2020_12_tool", "Takes an input schema that uses JSON Schema 2020-12 keywords.",
+		json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
 			"type": "object",
 			"$defs": {"address": {"$anchor": "addressDef", "type": "object",
@@ -209,7 +262,7 @@ func (s *Server) addFixtureTools() {
 			"if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
 			"then": {"required": ["phone"]},
 			"else": {"required": ["email"]},
-			"additionalProperties": false}`)},
+			"additionalProperties": false}`),
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text("JSON Schema 2020-12 tool called with: %s", req.Params.Arguments), nil
 		})
@@ -225,15 +278,19 @@ func (s *Server) addFixtureTools() {
 			return text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."), nil
 		})
 
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "test_x_mcp_header", Description: "Takes an argument mirrored into the Mcp-Param-Region header (SEP-2243).",
-		InputSchema: json.RawMessage(`{"type": "object", "properties": {
+	s.addFixtureTool("test_x_mcp_header", "Takes an argument mirrored into the Mcp-Param-Region header (SEP-2243).",
+		json.RawMessage(`{"type": "object", "properties": {
 			"region": {"type": "string", "description": "mirrored into Mcp-Param-Region", "x-mcp-header": "Region"},
-			"level": {"type": "integer", "description": "not mirrored"}}}`)},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			Region string `json:"region,omitempty"`
-			Level  int    `json:"level,omitempty"`
-		}) (*mcp.CallToolResult, any, error) {
-			return text("region=%s", in.Region), nil, nil
+			"level": {"type": "integer", "description": "not mirrored"}}}`),
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Region string
+				Level  int
+			}
+			if bad := fixtureArgs(req, &in); bad != nil {
+				return bad, nil
+			}
+			return text("region=%s", in.Region), nil
 		})
 	tool("test_missing_capability", "Needs the client's sampling capability: without it, -32021 naming it (SEP-2575).",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -257,8 +314,7 @@ func (s *Server) addFixtureTools() {
 		})
 	tool("test_trigger_tool_change", "Adds a tool, which tells listening clients that the tool list changed.",
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			s.mcp.AddTool(&mcp.Tool{Name: "test_transient_tool", Description: "Added by test_trigger_tool_change.", InputSchema: noArgs},
-				fixed(text("transient")))
+			tool("test_transient_tool", "Added by test_trigger_tool_change.", fixed(text("transient")))
 			return text("tools/list_changed sent"), nil
 		})
 	tool("test_trigger_prompt_change", "Adds a prompt, which tells listening clients that the prompt list changed.",
@@ -272,16 +328,16 @@ func (s *Server) addFixtureTools() {
 }
 
 // elicited asks the client params and answers with what it said.
-func elicited(ctx context.Context, req *mcp.CallToolRequest, label string, params *mcp.ElicitParams) (*mcp.CallToolResult, any, error) {
+func elicited(ctx context.Context, req *mcp.CallToolRequest, label string, params *mcp.ElicitParams) (*mcp.CallToolResult, error) {
 	res, err := req.Session.Elicit(ctx, params)
 	if err != nil {
-		return nil, nil, err
+		return failed("elicitation: %v", err), nil
 	}
 	content, err := json.Marshal(res.Content)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return text("%s: action=%s, content=%s", label, res.Action, content), nil, nil
+	return text("%s: action=%s, content=%s", label, res.Action, content), nil
 }
 
 // fixtureState is the requestState of the multi round-trip fixtures:
@@ -380,9 +436,7 @@ func needs(requests mcp.InputRequestMap, state string) *mcp.CallToolResult {
 // addFixtureInputTools adds the tools of the input-required-result
 // scenarios (SEP-2322, multi round-trip requests).
 func (s *Server) addFixtureInputTools() {
-	tool := func(name, description string, h mcp.ToolHandler) {
-		s.mcp.AddTool(&mcp.Tool{Name: name, Description: description, InputSchema: noArgs}, h)
-	}
+	tool := func(name, description string, h mcp.ToolHandler) { s.addFixtureTool(name, description, noArgs, h) }
 	tool("test_input_required_result_elicitation", "Asks the client for a name (user_name) and greets it.",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if name, _ := accepted(req.Params.InputResponses, "user_name")["name"].(string); name != "" {
