@@ -29,11 +29,11 @@ import (
 // A 1×1 PNG and a WAV file with one silent sample: the smallest valid
 // contents of the media types the scenarios ask for.
 var (
-	fixturePNG = mustBase64("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
-	fixtureWAV = mustBase64("UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=")
+	fixturePNG = fixtureBase64("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
+	fixtureWAV = fixtureBase64("UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=")
 )
 
-func mustBase64(s string) []byte {
+func fixtureBase64(s string) []byte {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		panic(err)
@@ -45,8 +45,8 @@ func mustBase64(s string) []byte {
 // notifications: the scenarios want them spread over the call.
 const fixtureStep = 50 * time.Millisecond
 
-// noArgs is the input schema of a fixture that takes no arguments.
-var noArgs = json.RawMessage(`{"type":"object"}`)
+// fixtureNoArgs is the input schema of a fixture that takes no arguments.
+var fixtureNoArgs = json.RawMessage(`{"type":"object"}`)
 
 // AddConformanceFixtures registers the conformance suite's fixture tools,
 // resources and prompts on s. Call it before the server serves; a server
@@ -59,17 +59,17 @@ func (s *Server) AddConformanceFixtures() {
 }
 
 // text is a tool result of one text.
-func text(format string, args ...any) *mcp.CallToolResult {
+func fixtureText(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
 
 // fixed is a handler that always answers res.
-func fixed(res *mcp.CallToolResult) mcp.ToolHandler {
+func fixtureAnswer(res *mcp.CallToolResult) mcp.ToolHandler {
 	return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return res, nil }
 }
 
 // pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
+func fixtureWait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -115,23 +115,23 @@ func fixtureArgs(req *mcp.CallToolRequest, v any, required ...string) *mcp.CallT
 	}
 	var given map[string]any
 	if err := json.Unmarshal(args, &given); err != nil {
-		return failed("the arguments are not a JSON object: %v", err)
+		return fixtureError("the arguments are not a JSON object: %v", err)
 	}
 	for _, name := range required {
 		if s, ok := given[name].(string); !ok || s == "" {
-			return failed("the argument %s (a string) is required", name)
+			return fixtureError("the argument %s (a string) is required", name)
 		}
 	}
 	if err := json.Unmarshal(args, v); err != nil {
-		return failed("the arguments do not fit the input schema: %v", err)
+		return fixtureError("the arguments do not fit the input schema: %v", err)
 	}
 	return nil
 }
 
 // failed is a tool result with isError: a tool's failure, not a protocol
 // error.
-func failed(format string, args ...any) *mcp.CallToolResult {
-	res := text(format, args...)
+func fixtureError(format string, args ...any) *mcp.CallToolResult {
+	res := fixtureText(format, args...)
 	res.IsError = true
 	return res
 }
@@ -140,16 +140,18 @@ func failed(format string, args ...any) *mcp.CallToolResult {
 // elicitation-*, json-schema-2020-12, server-sse-polling) and the
 // diagnostic tools of server-stateless and http-custom-header-server-validation.
 func (s *Server) addFixtureTools() {
-	tool := func(name, description string, h mcp.ToolHandler) { s.addFixtureTool(name, description, noArgs, h) }
-	tool("test_simple_text", "Answers one text.", fixed(text("This is a simple text response for testing.")))
-	tool("test_image_content", "Answers an image (a 1x1 PNG).", fixed(&mcp.CallToolResult{Content: []mcp.Content{
+	tool := func(name, description string, h mcp.ToolHandler) {
+		s.addFixtureTool(name, description, fixtureNoArgs, h)
+	}
+	tool("test_simple_text", "Answers one text.", fixtureAnswer(fixtureText("This is a simple text response for testing.")))
+	tool("test_image_content", "Answers an image (a 1x1 PNG).", fixtureAnswer(&mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.ImageContent{Data: fixturePNG, MIMEType: "image/png"}}}))
-	tool("test_audio_content", "Answers an audio clip (WAV).", fixed(&mcp.CallToolResult{Content: []mcp.Content{
+	tool("test_audio_content", "Answers an audio clip (WAV).", fixtureAnswer(&mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.AudioContent{Data: fixtureWAV, MIMEType: "audio/wav"}}}))
-	tool("test_embedded_resource", "Answers an embedded text resource.", fixed(&mcp.CallToolResult{Content: []mcp.Content{
+	tool("test_embedded_resource", "Answers an embedded text resource.", fixtureAnswer(&mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://embedded-resource", MIMEType: "text/plain",
 			Text: "This is an embedded resource content."}}}}))
-	tool("test_multiple_content_types", "Answers a text, an image and an embedded resource.", fixed(&mcp.CallToolResult{Content: []mcp.Content{
+	tool("test_multiple_content_types", "Answers a text, an image and an embedded resource.", fixtureAnswer(&mcp.CallToolResult{Content: []mcp.Content{
 		&mcp.TextContent{Text: "Multiple content types test:"},
 		&mcp.ImageContent{Data: fixturePNG, MIMEType: "image/png"},
 		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://mixed-content-resource", MIMEType: "application/json",
@@ -158,7 +160,7 @@ func (s *Server) addFixtureTools() {
 	tool("test_tool_with_logging", "Logs three messages at info while it runs.", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 			if i > 0 {
-				if err := pause(ctx, fixtureStep); err != nil {
+				if err := fixtureWait(ctx, fixtureStep); err != nil {
 					return nil, err
 				}
 			}
@@ -166,13 +168,13 @@ func (s *Server) addFixtureTools() {
 				return nil, err
 			}
 		}
-		return text("Tool with logging executed successfully"), nil
+		return fixtureText("Tool with logging executed successfully"), nil
 	})
 	tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100 to the call's progress token.", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		token := req.Params.GetProgressToken()
 		for i, p := range []float64{0, 50, 100} {
 			if i > 0 {
-				if err := pause(ctx, fixtureStep); err != nil {
+				if err := fixtureWait(ctx, fixtureStep); err != nil {
 					return nil, err
 				}
 			}
@@ -184,10 +186,10 @@ func (s *Server) addFixtureTools() {
 				return nil, err
 			}
 		}
-		return text("%v", token), nil
+		return fixtureText("%v", token), nil
 	})
 	tool("test_error_handling", "Always fails, as a tool result with isError (not a protocol error).",
-		fixed(failed("This tool intentionally returns an error for testing")))
+		fixtureAnswer(fixtureError("This tool intentionally returns an error for testing")))
 
 	s.addFixtureTool("test_sampling", "Asks the client's LLM (sampling/createMessage) and answers its reply.",
 		json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string","description":"the prompt to send to the LLM"}},"required":["prompt"]}`),
@@ -199,13 +201,13 @@ func (s *Server) addFixtureTools() {
 			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100,
 				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}}})
 			if err != nil {
-				return failed("sampling: %v", err), nil
+				return fixtureError("sampling: %v", err), nil
 			}
 			reply := "(no text)"
 			if t, ok := res.Content.(*mcp.TextContent); ok {
 				reply = t.Text
 			}
-			return text("LLM response: %s", reply), nil
+			return fixtureText("LLM response: %s", reply), nil
 		})
 	s.addFixtureTool("test_elicitation", "Asks the user (elicitation/create) and answers what they said.",
 		json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"the message to show the user"}},"required":["message"]}`),
@@ -214,7 +216,7 @@ func (s *Server) addFixtureTools() {
 			if bad := fixtureArgs(req, &in, "message"); bad != nil {
 				return bad, nil
 			}
-			return elicited(ctx, req, "User response", &mcp.ElicitParams{Message: in.Message, RequestedSchema: json.RawMessage(`{
+			return fixtureElicit(ctx, req, "User response", &mcp.ElicitParams{Message: in.Message, RequestedSchema: json.RawMessage(`{
 				"type": "object",
 				"properties": {"username": {"type": "string", "description": "User's response"},
 					"email": {"type": "string", "description": "User's email address"}},
@@ -222,7 +224,7 @@ func (s *Server) addFixtureTools() {
 		})
 	tool("test_elicitation_sep1034_defaults", "Elicits a form whose fields have defaults (SEP-1034).",
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return elicited(ctx, req, "Elicitation completed", &mcp.ElicitParams{Message: "Please review and update the form fields with defaults",
+			return fixtureElicit(ctx, req, "Elicitation completed", &mcp.ElicitParams{Message: "Please review and update the form fields with defaults",
 				RequestedSchema: json.RawMessage(`{"type": "object", "properties": {
 					"name": {"type": "string", "description": "User name", "default": "John Doe"},
 					"age": {"type": "integer", "description": "User age", "default": 30},
@@ -232,7 +234,7 @@ func (s *Server) addFixtureTools() {
 		})
 	tool("test_elicitation_sep1330_enums", "Elicits a form with every enum form of SEP-1330.",
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return elicited(ctx, req, "Elicitation completed", &mcp.ElicitParams{Message: "Please select options from the enum fields",
+			return fixtureElicit(ctx, req, "Elicitation completed", &mcp.ElicitParams{Message: "Please select options from the enum fields",
 				RequestedSchema: json.RawMessage(`{"type": "object", "properties": {
 					"untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
 					"titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
@@ -264,7 +266,7 @@ func (s *Server) addFixtureTools() {
 			"else": {"required": ["email"]},
 			"additionalProperties": false}`),
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return text("JSON Schema 2020-12 tool called with: %s", req.Params.Arguments), nil
+			return fixtureText("JSON Schema 2020-12 tool called with: %s", req.Params.Arguments), nil
 		})
 
 	tool("test_reconnection", "Closes its SSE stream mid-call (SEP-1699); the result arrives on the stream the client resumes.",
@@ -272,10 +274,10 @@ func (s *Server) addFixtureTools() {
 			if req.Extra != nil && req.Extra.CloseSSEStream != nil {
 				req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
 			}
-			if err := pause(ctx, 2*fixtureStep); err != nil { // the client reconnects meanwhile
+			if err := fixtureWait(ctx, 2*fixtureStep); err != nil { // the client reconnects meanwhile
 				return nil, err
 			}
-			return text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."), nil
+			return fixtureText("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."), nil
 		})
 
 	s.addFixtureTool("test_x_mcp_header", "Takes an argument mirrored into the Mcp-Param-Region header (SEP-2243).",
@@ -290,12 +292,12 @@ func (s *Server) addFixtureTools() {
 			if bad := fixtureArgs(req, &in); bad != nil {
 				return bad, nil
 			}
-			return text("region=%s", in.Region), nil
+			return fixtureText("region=%s", in.Region), nil
 		})
 	tool("test_missing_capability", "Needs the client's sampling capability: without it, -32021 naming it (SEP-2575).",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if caps := req.ClientCapabilities(); caps != nil && caps.Sampling != nil {
-				return text("The client declared sampling."), nil
+				return fixtureText("The client declared sampling."), nil
 			}
 			data, err := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
 			if err != nil {
@@ -304,18 +306,18 @@ func (s *Server) addFixtureTools() {
 			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "this tool needs the client's sampling capability", Data: data}
 		})
 	tool("test_streaming_elicitation", "Answers on its response stream without sending the client a request (SEP-2575).",
-		fixed(text("a result, and no request on the response stream")))
+		fixtureAnswer(fixtureText("a result, and no request on the response stream")))
 	tool("test_logging_tool", "Logs one message, which reaches only a client that asked for logs (SEP-2575).",
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "conformance", Data: "test_logging_tool ran"}); err != nil {
 				return nil, err
 			}
-			return text("logged at info"), nil
+			return fixtureText("logged at info"), nil
 		})
 	tool("test_trigger_tool_change", "Adds a tool, which tells listening clients that the tool list changed.",
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			tool("test_transient_tool", "Added by test_trigger_tool_change.", fixed(text("transient")))
-			return text("tools/list_changed sent"), nil
+			tool("test_transient_tool", "Added by test_trigger_tool_change.", fixtureAnswer(fixtureText("transient")))
+			return fixtureText("tools/list_changed sent"), nil
 		})
 	tool("test_trigger_prompt_change", "Adds a prompt, which tells listening clients that the prompt list changed.",
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -323,21 +325,21 @@ func (s *Server) addFixtureTools() {
 				func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "transient"}}}}, nil
 				})
-			return text("prompts/list_changed sent"), nil
+			return fixtureText("prompts/list_changed sent"), nil
 		})
 }
 
 // elicited asks the client params and answers with what it said.
-func elicited(ctx context.Context, req *mcp.CallToolRequest, label string, params *mcp.ElicitParams) (*mcp.CallToolResult, error) {
+func fixtureElicit(ctx context.Context, req *mcp.CallToolRequest, label string, params *mcp.ElicitParams) (*mcp.CallToolResult, error) {
 	res, err := req.Session.Elicit(ctx, params)
 	if err != nil {
-		return failed("elicitation: %v", err), nil
+		return fixtureError("elicitation: %v", err), nil
 	}
 	content, err := json.Marshal(res.Content)
 	if err != nil {
 		return nil, err
 	}
-	return text("%s: action=%s, content=%s", label, res.Action, content), nil
+	return fixtureText("%s: action=%s, content=%s", label, res.Action, content), nil
 }
 
 // fixtureState is the requestState of the multi round-trip fixtures:
@@ -371,7 +373,7 @@ func (s *Server) openFixtureState(state, fixture string) (fixtureState, error) {
 
 // accepted is the content of the elicitation answered under key, when the
 // user accepted it.
-func accepted(responses mcp.InputResponseMap, key string) map[string]any {
+func fixtureAccepted(responses mcp.InputResponseMap, key string) map[string]any {
 	if r, ok := responses[key].(*mcp.ElicitResult); ok && r != nil && r.Action == "accept" {
 		return r.Content
 	}
@@ -379,7 +381,7 @@ func accepted(responses mcp.InputResponseMap, key string) map[string]any {
 }
 
 // sampled is the text of the sampling answered under key.
-func sampled(responses mcp.InputResponseMap, key string) (string, bool) {
+func fixtureSampled(responses mcp.InputResponseMap, key string) (string, bool) {
 	switch r := responses[key].(type) {
 	case *mcp.CreateMessageWithToolsResult:
 		if r == nil {
@@ -404,7 +406,7 @@ func sampled(responses mcp.InputResponseMap, key string) (string, bool) {
 }
 
 // listedRoots is the URIs of the roots answered under key.
-func listedRoots(responses mcp.InputResponseMap, key string) ([]string, bool) {
+func fixtureRoots(responses mcp.InputResponseMap, key string) ([]string, bool) {
 	r, ok := responses[key].(*mcp.ListRootsResult)
 	if !ok || r == nil {
 		return nil, false
@@ -417,46 +419,48 @@ func listedRoots(responses mcp.InputResponseMap, key string) ([]string, bool) {
 }
 
 // askForm is an elicitation of one field.
-func askForm(message, field, typ string) *mcp.ElicitParams {
+func fixtureForm(message, field, typ string) *mcp.ElicitParams {
 	return &mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(
 		fmt.Sprintf(`{"type":"object","properties":{%q:{"type":%q}},"required":[%q]}`, field, typ, field))}
 }
 
-func askSampling(prompt string, maxTokens int64) *mcp.CreateMessageParams {
+func fixtureSampling(prompt string, maxTokens int64) *mcp.CreateMessageParams {
 	return &mcp.CreateMessageParams{MaxTokens: maxTokens, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: prompt}}}}
 }
 
 // needs is a result asking the client for inputs (SEP-2322): the SDK sends
 // it as an input_required result to a client on 2026-07-28, and asks an
 // older client itself, calling the handler again with its answers.
-func needs(requests mcp.InputRequestMap, state string) *mcp.CallToolResult {
+func fixtureNeeds(requests mcp.InputRequestMap, state string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{InputRequests: requests, RequestState: state}
 }
 
 // addFixtureInputTools adds the tools of the input-required-result
 // scenarios (SEP-2322, multi round-trip requests).
 func (s *Server) addFixtureInputTools() {
-	tool := func(name, description string, h mcp.ToolHandler) { s.addFixtureTool(name, description, noArgs, h) }
+	tool := func(name, description string, h mcp.ToolHandler) {
+		s.addFixtureTool(name, description, fixtureNoArgs, h)
+	}
 	tool("test_input_required_result_elicitation", "Asks the client for a name (user_name) and greets it.",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if name, _ := accepted(req.Params.InputResponses, "user_name")["name"].(string); name != "" {
-				return text("Hello, %s!", name), nil
+			if name, _ := fixtureAccepted(req.Params.InputResponses, "user_name")["name"].(string); name != "" {
+				return fixtureText("Hello, %s!", name), nil
 			}
-			return needs(mcp.InputRequestMap{"user_name": askForm("What is your name?", "name", "string")}, ""), nil
+			return fixtureNeeds(mcp.InputRequestMap{"user_name": fixtureForm("What is your name?", "name", "string")}, ""), nil
 		})
 	tool("test_input_required_result_sampling", "Asks the client's LLM a question (capital_question) and answers its reply.",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if reply, ok := sampled(req.Params.InputResponses, "capital_question"); ok {
-				return text("Sampling response: %s", reply), nil
+			if reply, ok := fixtureSampled(req.Params.InputResponses, "capital_question"); ok {
+				return fixtureText("Sampling response: %s", reply), nil
 			}
-			return needs(mcp.InputRequestMap{"capital_question": askSampling("What is the capital of France?", 100)}, ""), nil
+			return fixtureNeeds(mcp.InputRequestMap{"capital_question": fixtureSampling("What is the capital of France?", 100)}, ""), nil
 		})
 	tool("test_input_required_result_list_roots", "Asks the client for its roots (client_roots) and lists them.",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if uris, ok := listedRoots(req.Params.InputResponses, "client_roots"); ok {
-				return text("Client exposed %d root(s): %s", len(uris), strings.Join(uris, ", ")), nil
+			if uris, ok := fixtureRoots(req.Params.InputResponses, "client_roots"); ok {
+				return fixtureText("Client exposed %d root(s): %s", len(uris), strings.Join(uris, ", ")), nil
 			}
-			return needs(mcp.InputRequestMap{"client_roots": &mcp.ListRootsParams{}}, ""), nil
+			return fixtureNeeds(mcp.InputRequestMap{"client_roots": &mcp.ListRootsParams{}}, ""), nil
 		})
 	confirm := func(fixture string) mcp.ToolHandler {
 		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -464,11 +468,11 @@ func (s *Server) addFixtureInputTools() {
 				if _, err := s.openFixtureState(req.Params.RequestState, fixture); err != nil {
 					return nil, err
 				}
-				if accepted(req.Params.InputResponses, "confirm") != nil {
-					return text("state-ok: requestState received and confirmation accepted"), nil
+				if fixtureAccepted(req.Params.InputResponses, "confirm") != nil {
+					return fixtureText("state-ok: requestState received and confirmation accepted"), nil
 				}
 			}
-			return needs(mcp.InputRequestMap{"confirm": askForm("Please confirm", "ok", "boolean")},
+			return fixtureNeeds(mcp.InputRequestMap{"confirm": fixtureForm("Please confirm", "ok", "boolean")},
 				s.signFixtureState(fixtureState{Fixture: fixture, Round: 1})), nil
 		}
 	}
@@ -485,15 +489,15 @@ func (s *Server) addFixtureInputTools() {
 				}
 			}
 			r := req.Params.InputResponses
-			name, _ := accepted(r, "user_name")["name"].(string)
-			greeting, greeted := sampled(r, "greeting")
-			roots, listed := listedRoots(r, "client_roots")
+			name, _ := fixtureAccepted(r, "user_name")["name"].(string)
+			greeting, greeted := fixtureSampled(r, "greeting")
+			roots, listed := fixtureRoots(r, "client_roots")
 			if name != "" && greeted && listed {
-				return text("%s %s (%d root(s) visible)", greeting, name, len(roots)), nil
+				return fixtureText("%s %s (%d root(s) visible)", greeting, name, len(roots)), nil
 			}
-			return needs(mcp.InputRequestMap{
-				"user_name":    askForm("What is your name?", "name", "string"),
-				"greeting":     askSampling("Generate a greeting", 50),
+			return fixtureNeeds(mcp.InputRequestMap{
+				"user_name":    fixtureForm("What is your name?", "name", "string"),
+				"greeting":     fixtureSampling("Generate a greeting", 50),
 				"client_roots": &mcp.ListRootsParams{},
 			}, s.signFixtureState(fixtureState{Fixture: multiple, Round: 1})), nil
 		})
@@ -510,40 +514,40 @@ func (s *Server) addFixtureInputTools() {
 			r := req.Params.InputResponses
 			switch st.Round {
 			case 1:
-				if name, _ := accepted(r, "step1")["name"].(string); name != "" {
-					return needs(mcp.InputRequestMap{"step2": askForm("Step 2: What is your favorite color?", "color", "string")},
+				if name, _ := fixtureAccepted(r, "step1")["name"].(string); name != "" {
+					return fixtureNeeds(mcp.InputRequestMap{"step2": fixtureForm("Step 2: What is your favorite color?", "color", "string")},
 						s.signFixtureState(fixtureState{Fixture: multiRound, Round: 2, Name: name})), nil
 				}
 			case 2:
-				if color, _ := accepted(r, "step2")["color"].(string); color != "" {
-					return text("Multi-round complete: %s likes %s", st.Name, color), nil
+				if color, _ := fixtureAccepted(r, "step2")["color"].(string); color != "" {
+					return fixtureText("Multi-round complete: %s likes %s", st.Name, color), nil
 				}
-				return needs(mcp.InputRequestMap{"step2": askForm("Step 2: What is your favorite color?", "color", "string")},
+				return fixtureNeeds(mcp.InputRequestMap{"step2": fixtureForm("Step 2: What is your favorite color?", "color", "string")},
 					req.Params.RequestState), nil
 			}
-			return needs(mcp.InputRequestMap{"step1": askForm("Step 1: What is your name?", "name", "string")},
+			return fixtureNeeds(mcp.InputRequestMap{"step1": fixtureForm("Step 1: What is your name?", "name", "string")},
 				s.signFixtureState(fixtureState{Fixture: multiRound, Round: 1})), nil
 		})
 	tool("test_input_required_result_capabilities", "Asks only for the inputs the client's declared capabilities allow.",
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if len(req.Params.InputResponses) > 0 {
-				return text("The inputs the client can give were given."), nil
+				return fixtureText("The inputs the client can give were given."), nil
 			}
 			caps := req.ClientCapabilities()
 			asks := mcp.InputRequestMap{}
 			if caps != nil && caps.Elicitation != nil {
-				asks["user_name"] = askForm("What is your name?", "name", "string")
+				asks["user_name"] = fixtureForm("What is your name?", "name", "string")
 			}
 			if caps != nil && caps.Sampling != nil {
-				asks["greeting"] = askSampling("Generate a short greeting", 50)
+				asks["greeting"] = fixtureSampling("Generate a short greeting", 50)
 			}
 			if caps != nil && (caps.RootsV2 != nil || caps.Roots.ListChanged) {
 				asks["client_roots"] = &mcp.ListRootsParams{}
 			}
 			if len(asks) == 0 {
-				return text("The client declared no capability to ask it through."), nil
+				return fixtureText("The client declared no capability to ask it through."), nil
 			}
-			return needs(asks, ""), nil
+			return fixtureNeeds(asks, ""), nil
 		})
 }
 
@@ -611,11 +615,11 @@ func (s *Server) addFixturePrompts() {
 	s.mcp.AddPrompt(&mcp.Prompt{Name: "test_input_required_result_prompt", Title: "Prompt That Asks",
 		Description: "Asks the client for the context (user_context) before it answers (SEP-2322)."},
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			if c, _ := accepted(req.Params.InputResponses, "user_context")["context"].(string); c != "" {
+			if c, _ := fixtureAccepted(req.Params.InputResponses, "user_context")["context"].(string); c != "" {
 				return &mcp.GetPromptResult{Description: "A prompt with the context the client gave",
 					Messages: []*mcp.PromptMessage{user(&mcp.TextContent{Text: "Context: " + c})}}, nil
 			}
 			return &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{
-				"user_context": askForm("What context should the prompt use?", "context", "string")}}, nil
+				"user_context": fixtureForm("What context should the prompt use?", "context", "string")}}, nil
 		})
 }

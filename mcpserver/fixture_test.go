@@ -190,7 +190,7 @@ func TestConformanceFixturesMultiRound(t *testing.T) {
 // A fixture's result passes the ceiling every result of the server passes.
 func TestConformanceFixtureResultsAreBounded(t *testing.T) {
 	e := fixtureEnv(t)
-	e.srv.addFixtureTool("test_huge", "Answers more than a result may hold.", noArgs, fixed(text("%s", strings.Repeat("x", maxResultBytes+1))))
+	e.srv.addFixtureTool("test_huge", "Answers more than a result may hold.", fixtureNoArgs, fixtureAnswer(fixtureText("%s", strings.Repeat("x", maxResultBytes+1))))
 	res := callRaw(t, e.connect(nil), &mcp.CallToolParams{Name: "test_huge"})
 	if !res.IsError || !strings.Contains(textOf(t, res), CodeResultTooLarge) {
 		t.Fatalf("test_huge: isError %v, %.200q", res.IsError, textOf(t, res))
