@@ -53,7 +53,12 @@ type serveOptions struct {
 	allowEnv        []string
 	allowPrivateNet bool
 	allowNetwork    []string
+	fixtures        bool
 }
+
+// fixturesEnv must be 1 for the hidden --conformance-fixtures flag: the
+// fixtures are tools of the MCP conformance suite, not stepwise's.
+const fixturesEnv = "STEPWISE_TEST_FIXTURES"
 
 func newServeCmd(g *globals) *cobra.Command {
 	o := &serveOptions{}
@@ -112,6 +117,9 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&o.allowNetwork, "allow-network", nil, "let workflows make the server connect to this host name (*.suffix for all under it), address or CIDR although it is loopback, private or link-local (repeatable, comma-separated)")
 	f.IntVar(&o.maxDriven, "max-driven-runs", 64, "drive at most this many runs at once (a replica claims no more): the rest wait for this process or go to other replicas")
 	f.DurationVar(&o.leaseTTL, "lease-ttl", 15*time.Second, "how long a run stays with this process without a heartbeat: after a crash, other processes on the database take its runs over once it passed")
+	// For e2e/conformance only: not in --help, refused unless $STEPWISE_TEST_FIXTURES=1.
+	f.BoolVar(&o.fixtures, "conformance-fixtures", false, "add the MCP conformance suite's fixture tools, resources and prompts (tests only; needs $"+fixturesEnv+"=1)")
+	_ = f.MarkHidden("conformance-fixtures")
 	f.StringArrayVar(&o.allowEnv, "allow-env", nil, "let workflows read this environment variable of the server; NAME, a prefix PREFIX_*, or * for all (repeatable, comma-separated; also $STEPWISE_ALLOW_ENV)")
 	return cmd
 }
@@ -123,6 +131,9 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	}
 	if o.http == "" && (o.tlsCert != "" || len(o.authTokens) > 0 || o.publicURL != "" || o.insecure || o.behindTLSProxy) {
 		return usageErr("--tls-cert, --auth-token, --insecure, --behind-tls-proxy and --public-url need --http")
+	}
+	if o.fixtures && os.Getenv(fixturesEnv) != "1" {
+		return usageErr("--conformance-fixtures is for the MCP conformance suite's tests only: it needs $%s=1", fixturesEnv)
 	}
 	if o.maxDriven < 1 || o.maxDriven > 10_000 {
 		return usageErr("--max-driven-runs %d: give 1 to 10000", o.maxDriven)
@@ -234,6 +245,9 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Tools: tools, Logger: logger,
 		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes})
 	sessionLog.Attach(srv)
+	if o.fixtures {
+		srv.AddConformanceFixtures()
+	}
 	var svc *service.Service
 	defer func() {
 		if svc == nil {

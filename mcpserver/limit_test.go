@@ -390,11 +390,12 @@ func TestEveryResultPassesTheCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	allowed := map[string]bool{
-		"limit.go:s.mcp.AddResource(r, s.boundResource(h))":                                        true,
-		"limit.go:s.mcp.AddResourceTemplate(t, s.boundResource(h))":                                true,
-		"tool.go:s.mcp.AddTool(t, handler)":                                                        true, // handler := s.toolHandler(…)
-		"toolschema.go:srv.AddTool(t, h)":                                                          true, // addPrebuilt(s.mcp, t, handler) from addTool
-		"expose.go:s.mcp.AddTool(exposedTool(name, w), s.toolHandler(name, s.runExposed(w.Name)))": true,
+		"limit.go:s.mcp.AddResource(r, s.boundResource(h))":                                                                       true,
+		"limit.go:s.mcp.AddResourceTemplate(t, s.boundResource(h))":                                                               true,
+		"tool.go:s.mcp.AddTool(t, handler)":                                                                                       true, // handler := s.toolHandler(…)
+		"toolschema.go:srv.AddTool(t, h)":                                                                                         true, // addPrebuilt(s.mcp, t, handler) from addTool
+		"expose.go:s.mcp.AddTool(exposedTool(name, w), s.toolHandler(name, s.runExposed(w.Name)))":                                true,
+		"fixture.go:s.mcp.AddTool(&mcp.Tool{Name: name, Description: description, InputSchema: schema}, s.boundFixture(name, h))": true,
 	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
