@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"stepwise.dev/stepwise/cache"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/mcptasks"
 	"stepwise.dev/stepwise/service"
@@ -79,27 +78,16 @@ func (s *Server) asTask(ctx context.Context, runID string) (bool, error) {
 	return mcptasks.Create(ctx, t.Task), nil
 }
 
-// answerRefusal is what a task remembers of refused answers to one pause.
-type answerRefusal struct {
-	n       int    // how many were refused (the request's key changes with each)
-	problem string // what was wrong with the last one
-}
-
 // tasks serves the extension's methods from runs.
 type tasks struct {
 	s *Server
-	// refused are the refusals of open pauses, by runID/pause key. Kept
-	// by the process that answered: see docs/MCP.md "Tasks".
-	refused *cache.LRU[string, answerRefusal]
 	// pages are the secret pages opened for pauses (url elicitation), by
 	// runID/pause key, so that every poll offers the same page.
 	pagesMu sync.Mutex
 	pages   map[string]string
 }
 
-func newTasks(s *Server) *tasks {
-	return &tasks{s: s, refused: cache.New[string, answerRefusal](4096), pages: map[string]string{}}
-}
+func newTasks(s *Server) *tasks { return &tasks{s: s, pages: map[string]string{}} }
 
 // Get implements mcptasks.Handler.
 func (t *tasks) Get(ctx context.Context, id string) (*mcptasks.DetailedTask, error) {
@@ -149,10 +137,13 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 			d.StatusMessage = out.Error.Message
 		}
 	case v.Status == store.StatusWaiting && v.Pause != nil:
-		key, r := t.key(runID, v.Pause)
+		key, r, err := t.key(ctx, runID, v.Pause)
+		if err != nil {
+			return nil, err
+		}
 		d.Status = mcptasks.InputRequired
-		d.InputRequests = mcp.InputRequestMap{key: t.request(runID, v.Pause, r.problem)}
-		d.StatusMessage = waitingMessage(v.Pause, r.problem)
+		d.InputRequests = mcp.InputRequestMap{key: t.request(runID, v.Pause, r.Problem)}
+		d.StatusMessage = waitingMessage(v.Pause, r.Problem)
 	case v.Status == store.StatusPaused:
 		d.StatusMessage = "held (run_pause): it takes no step until run_resume"
 	default:
@@ -197,14 +188,15 @@ func pauseKey(root string, p *engine.Pause) string {
 }
 
 // key is the input request key of an open pause: a new one after each
-// refused answer, since a key answered is never offered again.
-func (t *tasks) key(root string, p *engine.Pause) (string, answerRefusal) {
+// refused answer (recorded with the run), since a key answered is never
+// offered again.
+func (t *tasks) key(ctx context.Context, root string, p *engine.Pause) (string, engine.Refusal, error) {
 	base := pauseKey(root, p)
-	r, _ := t.refused.Get(root + "/" + base)
-	if r.n == 0 {
-		return base, r
+	r, err := t.s.svc.Refusal(ctx, p.RunID, p.Seq)
+	if err != nil || r.Count == 0 {
+		return base, r, err
 	}
-	return base + ".r" + strconv.Itoa(r.n), r
+	return base + ".r" + strconv.Itoa(r.Count), r, nil
 }
 
 // request is the elicitation that asks for a pause's answer. A question's
@@ -310,19 +302,20 @@ func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputRespon
 		return nil // nothing outstanding
 	}
 	p := v.Pause
-	key, r := t.key(runID, p)
+	key, _, err := t.key(ctx, runID, p)
+	if err != nil {
+		return err
+	}
 	resp, ok := responses[key].(*mcp.ElicitResult)
 	if !ok {
 		return nil
 	}
-	refuse := func(problem string) {
-		r.n++
-		r.problem = problem
-		t.refused.Add(runID+"/"+pauseKey(runID, p), r)
+	refuse := func(problem string) error {
+		_, _, err := t.s.svc.RecordRefusal(ctx, p.RunID, p.Seq, problem)
+		return err
 	}
 	if resp.Action != "accept" {
-		refuse("the request was " + resp.Action + "ed; the run still waits for it — tasks/cancel stops it")
-		return nil
+		return refuse("the request was " + resp.Action + "ed; the run still waits for it — tasks/cancel stops it")
 	}
 	if hasSecret(p) && t.s.opts.BaseURL != "" && p.Kind != engine.KindAgent {
 		return nil // the value arrives through the page
@@ -330,15 +323,16 @@ func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputRespon
 	if _, err := t.s.svc.ContinueFromAgent(ctx, p.Token, answerOf(p, resp.Content)); err != nil {
 		var ee *engine.Error
 		if errors.As(err, &ee) && (ee.Code == engine.CodeAnswerInvalid || ee.Code == engine.CodeSecretInClear) {
-			refuse(violationsText(ee))
-			return nil
+			if hasSecret(p) {
+				return refuse("the answer was not accepted: give $NAME, an environment variable of the server") // what was wrong may tell of the secret
+			}
+			return refuse(violationsText(ee))
 		}
 		if errors.As(err, &ee) {
 			return nil // the pause moved on (answered elsewhere, timed out)
 		}
 		return err
 	}
-	t.refused.Remove(runID + "/" + pauseKey(runID, p))
 	return nil
 }
 

@@ -327,7 +327,10 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	svc1, srv1 := open()
 	c1 := connectRawTo(t, srv1)
 	id := c1.start("run_start", map[string]any{"workflow": "greet"})
-	before := c1.until(id, "input_required", "name.1")
+	c1.until(id, "input_required", "name.1")
+	// A refused answer is recorded with the run: its new key outlives the server.
+	c1.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "ada"})}})
+	before := c1.until(id, "input_required", "name.1.r1")
 	_ = c1.conn.Close()
 	srv1.Close()
 	if err := svc1.Close(context.Background()); err != nil {
@@ -337,15 +340,43 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	svc2, srv2 := open()
 	defer func() { srv2.Close(); _ = svc2.Close(context.Background()) }()
 	c2 := connectRawTo(t, srv2)
-	after := c2.until(id, "input_required", "name.1")
-	if after["createdAt"] != before["createdAt"] {
-		t.Errorf("createdAt changed over the restart: %v, %v", before["createdAt"], after["createdAt"])
+	after := c2.ok("tasks/get", map[string]any{"taskId": id})
+	if _, ok := after["inputRequests"].(map[string]any)["name.1.r1"]; !ok || after["createdAt"] != before["createdAt"] || after["statusMessage"] != before["statusMessage"] {
+		t.Fatalf("the task changed over the restart: %v, then %v", before, after)
 	}
-	c2.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "Ada"})}})
+	c2.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1.r1": answer(map[string]any{"value": "Ada"})}})
 	c2.until(id, "input_required", "write.2")
 	c2.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"write.2": answer(map[string]any{"line": "Hi, Ada"})}})
 	done := c2.until(id, "completed", "")
 	if done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)["name"] != "Ada" {
 		t.Fatalf("after the restart: %v", done)
+	}
+}
+
+// TestTaskSecretQuestion: without a page to send the person to (stdio), a
+// secret question's request asks for $NAME; a value in clear is refused,
+// and the refusal does not repeat it.
+func TestTaskSecretQuestion(t *testing.T) {
+	t.Setenv("STEPWISE_TASK_TEST_SECRET", "s3cret-value")
+	e := newTaskEnv(t)
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"workflow": "vault"})
+	got := c.until(id, "input_required", "password.1")
+	params := got["inputRequests"].(map[string]any)["password.1"].(map[string]any)["params"].(map[string]any)
+	if params["mode"] != "form" || !strings.Contains(params["message"].(string), "$NAME") {
+		t.Fatalf("a secret question's request: %v", params)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1": answer(map[string]any{"value": "hunter2"})}})
+	got = c.ok("tasks/get", map[string]any{"taskId": id})
+	if got["inputRequests"].(map[string]any)["password.1.r1"] == nil || strings.Contains(toText(got), "hunter2") {
+		t.Fatalf("after a secret in clear: %v", got)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1.r1": answer(map[string]any{"value": "$STEPWISE_TASK_TEST_SECRET"})}})
+	got = c.until(id, "input_required", "label.2")
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"label.2": answer(map[string]any{"value": "green"})}})
+	done := c.until(id, "completed", "")
+	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
+	if out["label"] != "green" || out["length"] != float64(len("s3cret-value")) || strings.Contains(toText(done), "s3cret-value") {
+		t.Fatalf("the vault's task: %v", done)
 	}
 }
