@@ -374,3 +374,42 @@ func (t *tasks) Cancel(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// Watch implements mcptasks.Watcher: a task may have changed at each
+// event of its run (the engine's bus: this process's runs, and those of
+// other replicas it is told of). Events of a sub-workflow's run do not
+// count; its parent's do.
+func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID string)) {
+	byRun := map[string]string{}
+	for _, id := range taskIDs {
+		if runID, err := t.s.taskRun(id); err == nil {
+			byRun[runID] = id
+		}
+	}
+	if len(byRun) == 0 {
+		<-ctx.Done()
+		return
+	}
+	events, unsubscribe := t.s.svc.Engine.SubscribeWanting(64, func(runID string) bool { _, ok := byRun[runID]; return ok })
+	defer unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if id, mine := byRun[ev.RunID]; mine {
+				changed(id)
+			}
+		}
+	}
+}
+
+// TaskTransport wraps a transport of this server's sessions so that
+// subscriptions/listen carries notifications/tasks (mcptasks.WithNotifications):
+// for the transports whose connections the caller makes (stdio).
+func (s *Server) TaskTransport(t mcp.Transport) mcp.Transport {
+	return mcptasks.WithNotifications(t, s.tasks)
+}

@@ -380,3 +380,67 @@ func TestTaskSecretQuestion(t *testing.T) {
 		t.Fatalf("the vault's task: %v", done)
 	}
 }
+
+// TestTaskNotifications: over a transport wrapped by TaskTransport, a
+// listen for a run's task gets its state and its changes.
+func TestTaskNotifications(t *testing.T) {
+	e := newTaskEnv(t)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(st), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
+	c := &rawClient{t: t, conn: conn}
+	id := c.start("run_start", map[string]any{"workflow": "greet"})
+	c.until(id, "input_required", "name.1")
+
+	b, _ := json.Marshal(map[string]any{"notifications": map[string]any{"taskIds": []string{id}},
+		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
+	listenID, _ := jsonrpc.MakeID("listen")
+	if err := conn.Write(context.Background(), &jsonrpc.Request{ID: listenID, Method: "subscriptions/listen", Params: b}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	// nextTask reads up to the next notifications/tasks.
+	nextTask := func() map[string]any {
+		for {
+			m, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req, ok := m.(*jsonrpc.Request); ok && req.Method == mcptasks.NotificationStatus {
+				var p map[string]any
+				if err := json.Unmarshal(req.Params, &p); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+		}
+	}
+	first := nextTask()
+	if first["taskId"] != id || first["inputRequests"].(map[string]any)["name.1"] == nil {
+		t.Fatalf("the first notification: %v", first)
+	}
+	// The update's acknowledgement comes on the same connection: sent, not awaited.
+	up, _ := json.Marshal(map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "Ada"})},
+		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
+	upID, _ := jsonrpc.MakeID("update")
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: upID, Method: "tasks/update", Params: up}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n := nextTask()
+		if reqs, _ := n["inputRequests"].(map[string]any); reqs["write.2"] != nil {
+			break // the agent step's request, told without polling
+		}
+		if n["status"] != "working" && n["status"] != "input_required" {
+			t.Fatalf("unexpected notification: %v", n)
+		}
+	}
+}
