@@ -72,9 +72,7 @@ type Server struct {
 	libSeen map[string]string // library name → version, as last notified
 
 	httpMu sync.Mutex
-	https  []*httpTransport // the streamable-HTTP transports of HTTPHandler
-
-	quick map[string]quickTool // read-only tools stdio answers on its reader; set by New
+	https  []*httpHandlers // the streamable-HTTP handlers of HTTPHandler
 
 	tasks *tasks // runs as tasks (the MCP Tasks extension, task.go)
 }
@@ -123,7 +121,7 @@ func NewUnattached(opts Options) *Server {
 		UnsubscribeHandler: s.unsubscribe,
 		Capabilities:       caps,
 	})
-	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware, relateToCall)
+	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware)
 	if err := mcptasks.Install(s.mcp, s.tasks); err != nil {
 		panic(err) // only a standard method's name is refused
 	}

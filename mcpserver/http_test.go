@@ -97,6 +97,7 @@ func events(t *testing.T, res *http.Response) []map[string]any {
 	var out []map[string]any
 	var data strings.Builder
 	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "data: "); ok {
@@ -226,37 +227,42 @@ func TestHTTPSessionBelongsToItsUser(t *testing.T) {
 	}
 }
 
-// TestHTTPStatelessProtocol: a call in SEP-2575's protocol is refused with
-// the versions the server speaks; server/discover is answered.
+// TestHTTPStatelessProtocol: a request in SEP-2575's protocol (2026-07-28)
+// is served statelessly: answered without a session, and leaving none
+// behind; server/discover offers the version; a header that disagrees with
+// the request's _meta is refused. A stateful session goes on beside.
 func TestHTTPStatelessProtocol(t *testing.T) {
 	c := serveHTTPTest(t, HTTPOptions{})
 	c.initialize()
-	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
-		map[string]string{headerProtocol: statelessProtocol})
-	var refusal struct {
-		Error struct {
-			Code int `json:"code"`
-			Data struct {
-				Supported []string `json:"supported"`
-				Requested string   `json:"requested"`
-			} `json:"data"`
-		} `json:"error"`
-	}
-	body, _ := io.ReadAll(res.Body)
-	if err := json.Unmarshal(body, &refusal); err != nil || res.StatusCode != http.StatusBadRequest {
-		t.Fatalf("refusal: %d %s", res.StatusCode, body)
-	}
-	if refusal.Error.Code != mcp.CodeUnsupportedProtocolVersion || refusal.Error.Data.Requested != statelessProtocol ||
-		len(refusal.Error.Data.Supported) == 0 || strings.Contains(strings.Join(refusal.Error.Data.Supported, ","), statelessProtocol) {
-		t.Fatalf("refusal: %s", body)
-	}
+	session := c.session
 	c.session = ""
-	discover := `{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	if msgs := events(t, c.do(http.MethodPost, discover, map[string]string{headerProtocol: statelessProtocol})); len(msgs) != 1 || msgs[0]["result"] == nil {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{`+meta+`}}`,
+		map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": "tools/list"})
+	if res.Header.Get(headerSession) != "" {
+		t.Fatalf("a stateless request got session %q", res.Header.Get(headerSession))
+	}
+	msgs := events(t, res)
+	if len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("tools/list at 2026-07-28: %v", msgs)
+	}
+	if tools, _ := msgs[0]["result"].(map[string]any)["tools"].([]any); len(tools) == 0 {
+		t.Fatalf("tools/list at 2026-07-28 lists no tools: %v", msgs[0])
+	}
+	discover := `{"jsonrpc":"2.0","id":8,"method":"server/discover","params":{` + meta + `}}`
+	msgs = events(t, c.do(http.MethodPost, discover, map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": "server/discover"}))
+	if len(msgs) != 1 || msgs[0]["result"] == nil {
 		t.Fatalf("discover: %v", msgs)
+	}
+	if versions, _ := json.Marshal(msgs[0]["result"]); !strings.Contains(string(versions), statelessProtocol) {
+		t.Fatalf("discover does not offer %s: %s", statelessProtocol, versions)
 	}
 	if res := c.do(http.MethodPost, discover, map[string]string{headerProtocol: "2025-11-25"}); res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("discover whose header and _meta disagree: %d", res.StatusCode)
+	}
+	c.session = session
+	if msgs := events(t, c.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, map[string]string{headerProtocol: "2025-11-25"})); len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("the stateful session after: %v", msgs)
 	}
 }
 
@@ -372,33 +378,6 @@ func TestHTTPGoSDKClient(t *testing.T) {
 	}
 }
 
-// TestSSEEventLinesJoinBack: a message with line ends between its tokens
-// is framed as several data lines that join back into the same JSON.
-func TestSSEEventLinesJoinBack(t *testing.T) {
-	for _, msg := range []string{`{"a":1}`, "{\n\"a\": [1,\r\n2],\r\"b\":\"x\\ny\"\n}"} {
-		ev := string(sseEvent([]byte(msg)))
-		if !strings.HasPrefix(ev, "event: message\n") || !strings.HasSuffix(ev, "\n\n") {
-			t.Fatalf("framing of %q: %q", msg, ev)
-		}
-		var lines []string
-		for _, l := range strings.Split(strings.TrimSuffix(ev, "\n\n"), "\n")[1:] {
-			rest, ok := strings.CutPrefix(l, "data: ")
-			if !ok {
-				t.Fatalf("line %q of %q", l, ev)
-			}
-			lines = append(lines, rest)
-		}
-		var got, want any
-		if err := json.Unmarshal([]byte(strings.Join(lines, "\n")), &got); err != nil {
-			t.Fatalf("%q: %v", ev, err)
-		}
-		_ = json.Unmarshal([]byte(msg), &want)
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%q became %v", msg, got)
-		}
-	}
-}
-
 // TestHTTPElicitationDuringACall: a question the server asks the person
 // during a call reaches the go-sdk client, and its answer (a POST of its
 // own) reaches the waiting call. (Which stream carries it is
@@ -441,5 +420,82 @@ func TestHTTPMaxMessageBytes(t *testing.T) {
 	}
 	if msgs := events(t, c.do(http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"`+strings.Repeat("a", 8000)+`"}}`, nil)); len(msgs) != 1 || msgs[0]["result"] == nil {
 		t.Fatalf("within the limit: %v", msgs)
+	}
+}
+
+// TestHTTPStreamResumes: the events of a call's stream carry ids, and a
+// client that lost the stream gets what followed an event again with a GET
+// naming it (Last-Event-ID), from the event store.
+func TestHTTPStreamResumes(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"run_start","arguments":{"workflow":"greet"}}}`,
+		map[string]string{headerProtocol: "2025-11-25"})
+	var ids []string
+	var data []string
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+		}
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(d, `"id":12`) {
+			data = append(data, d)
+		}
+	}
+	if len(ids) == 0 || len(data) != 1 {
+		t.Fatalf("the call's stream: event ids %q, answers %q", ids, data)
+	}
+	// Resuming from before the answer replays it.
+	replay := c.do(http.MethodGet, "", map[string]string{"Last-Event-ID": ids[0] + "x", headerProtocol: "2025-11-25"})
+	if replay.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a malformed event id: %d", replay.StatusCode)
+	}
+	// From 2025-11-25 on a stream opens with a priming event (an id, no
+	// data) before the answer.
+	if len(ids) < 2 {
+		t.Fatalf("the call's stream has no priming event: ids %q", ids)
+	}
+	first := ids[0]
+	replay = c.do(http.MethodGet, "", map[string]string{"Last-Event-ID": first, headerProtocol: "2025-11-25"})
+	if replay.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(replay.Body)
+		t.Fatalf("resume: %d %s", replay.StatusCode, body)
+	}
+	got := events(t, replay)
+	if len(got) == 0 || got[len(got)-1]["id"] != 12.0 || got[len(got)-1]["result"] == nil {
+		t.Fatalf("replayed: %v", got)
+	}
+}
+
+// TestHTTPEndSessionsEndsListenStreams: a stateless subscriptions/listen
+// stream (2026-07-28) lasts as long as its POST; EndHTTPSessions ends it,
+// as it ends the stateful sessions' streams.
+func TestHTTPEndSessionsEndsListenStreams(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	listen := `{"jsonrpc":"2.0","id":13,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`
+	res := c.do(http.MethodPost, listen, map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": "subscriptions/listen"})
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		body, _ := io.ReadAll(res.Body)
+		t.Fatalf("subscriptions/listen: %d %s", res.StatusCode, body)
+	}
+	// The acknowledgement comes first: the stream is being served.
+	br := bufio.NewReader(res.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the listen stream ended before its acknowledgement: %v", err)
+		}
+		if strings.Contains(line, "notifications/subscriptions/acknowledged") {
+			break
+		}
+	}
+	c.srv.EndHTTPSessions()
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(br); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listen stream outlived EndHTTPSessions")
 	}
 }
