@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,15 +78,9 @@ func (s *Server) asTask(ctx context.Context, runID string) (bool, error) {
 }
 
 // tasks serves the extension's methods from runs.
-type tasks struct {
-	s *Server
-	// pages are the secret pages opened for pauses (url elicitation), by
-	// runID/pause key, so that every poll offers the same page.
-	pagesMu sync.Mutex
-	pages   map[string]string
-}
+type tasks struct{ s *Server }
 
-func newTasks(s *Server) *tasks { return &tasks{s: s, pages: map[string]string{}} }
+func newTasks(s *Server) *tasks { return &tasks{s: s} }
 
 // Get implements mcptasks.Handler.
 func (t *tasks) Get(ctx context.Context, id string) (*mcptasks.DetailedTask, error) {
@@ -223,14 +216,7 @@ func (t *tasks) request(root string, p *engine.Pause, problem string) *mcp.Elici
 	}
 	if hasSecret(p) {
 		if t.s.opts.BaseURL != "" {
-			k := root + "/" + pauseKey(root, p)
-			t.pagesMu.Lock()
-			link, ok := t.pages[k]
-			if !ok {
-				_, link = t.s.secrets.open(p, t.s.opts.BaseURL)
-				t.pages[k] = link
-			}
-			t.pagesMu.Unlock()
+			_, link := t.s.secrets.open(p, t.s.opts.BaseURL) // the pause's page, made on its first read
 			return &mcp.ElicitParams{Mode: "url", URL: link, ElicitationID: pauseKey(root, p),
 				Message: "stepwise needs a secret for run " + p.RunID + ": " + p.Prompt + " Open the one-time page to type it; it goes straight to stepwise."}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,14 +230,18 @@ func TestTaskStartToCompleted(t *testing.T) {
 
 // TestTaskFailedRunIsCompletedWithError: a failed run is a completed task
 // whose result has isError, not a failed task.
+// With a retention, a finished task's ttlMs runs to its purge.
 func TestTaskFailedRunIsCompletedWithError(t *testing.T) {
-	e := newTaskEnv(t)
+	e := newEnv(t, Options{}, service.Options{Retention: time.Hour})
 	c := connectRawTo(t, e.srv)
 	id := c.start("run_start", map[string]any{"definition": "version: 1\nname: boom\nsteps:\n  - id: stop\n    fail: stopped on purpose\n"})
 	done := c.until(id, "completed", "")
 	res := done["result"].(map[string]any)
 	if res["isError"] != true || res["structuredContent"].(map[string]any)["status"] != "failed" {
 		t.Fatalf("a failed run's task: %v", done)
+	}
+	if ttl, _ := done["ttlMs"].(float64); ttl < float64(time.Hour.Milliseconds()) {
+		t.Fatalf("ttlMs of a finished run kept an hour: %v", done["ttlMs"])
 	}
 }
 
@@ -442,5 +448,38 @@ func TestTaskNotifications(t *testing.T) {
 		if n["status"] != "working" && n["status"] != "input_required" {
 			t.Fatalf("unexpected notification: %v", n)
 		}
+	}
+}
+
+// TestTaskSecretPage: over HTTP a secret question's request is a url
+// elicitation of its one-time page, the same page at every poll; an
+// accepted response only says the person opened it, the value comes
+// through the page.
+func TestTaskSecretPage(t *testing.T) {
+	e, base, logs := httpEnv(t, HTTPOptions{})
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"workflow": "vault"})
+	got := c.until(id, "input_required", "password.1")
+	params := got["inputRequests"].(map[string]any)["password.1"].(map[string]any)["params"].(map[string]any)
+	link, _ := params["url"].(string)
+	if params["mode"] != "url" || !strings.HasPrefix(link, base+"/secrets/") {
+		t.Fatalf("a secret question's request over HTTP: %v", params)
+	}
+	again := c.ok("tasks/get", map[string]any{"taskId": id})
+	if again["inputRequests"].(map[string]any)["password.1"].(map[string]any)["params"].(map[string]any)["url"] != link {
+		t.Fatalf("a second poll offers another page: %v", again)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1": map[string]any{"action": "accept"}}})
+	if got := c.ok("tasks/get", map[string]any{"taskId": id}); got["inputRequests"].(map[string]any)["password.1"] == nil {
+		t.Fatalf("accepting the page moved the task: %v", got)
+	}
+	resp, err := http.PostForm(link, url.Values{"value": {"correct-horse"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c.until(id, "input_required", "label.2")
+	if strings.Contains(logs.String(), "correct-horse") {
+		t.Fatal("the secret reached the logs")
 	}
 }

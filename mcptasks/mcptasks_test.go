@@ -298,39 +298,46 @@ func TestUnknownTask(t *testing.T) {
 }
 
 // TestGoSDKClient drives a task from the go-sdk's own client: the
-// extension is advertised in server/discover, the client's declaration
-// travels in each request's _meta, tasks/get through CallCustomMethod.
+// extension is advertised (server/discover, or initialize), the client's
+// declaration travels in each request's _meta (2026-07-28) or in its
+// session's initialize (2025-11-25), tasks/get through CallCustomMethod.
 func TestGoSDKClient(t *testing.T) {
-	s, _ := newServer(t)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	caps := &mcp.ClientCapabilities{}
-	caps.AddExtension(mcptasks.Extension, map[string]any{})
-	client := mcp.NewClient(&mcp.Implementation{Name: "go", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
-	if err := mcp.AddSendingCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](client, mcptasks.MethodGet); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if _, ok := cs.InitializeResult().Capabilities.Extensions[mcptasks.Extension]; !ok {
-		t.Fatalf("the extension is not advertised: %+v", cs.InitializeResult().Capabilities)
-	}
-	// The go-sdk client has no task support: its CallTool sees no content.
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hello"}); err != nil {
-		t.Logf("CallTool of a task: %v", err)
-	}
-	got, err := mcp.CallCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](context.Background(), cs, mcptasks.MethodGet, &mcptasks.GetParams{TaskID: "job-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != mcptasks.InputRequired || got.InputRequests["name"] == nil {
-		t.Fatalf("tasks/get: %+v", got)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			s, j := newServer(t)
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := s.Connect(context.Background(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ss.Close()
+			caps := &mcp.ClientCapabilities{}
+			caps.AddExtension(mcptasks.Extension, map[string]any{})
+			client := mcp.NewClient(&mcp.Implementation{Name: "go", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+			if err := mcp.AddSendingCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](client, mcptasks.MethodGet); err != nil {
+				t.Fatal(err)
+			}
+			cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if _, ok := cs.InitializeResult().Capabilities.Extensions[mcptasks.Extension]; !ok {
+				t.Fatalf("the extension is not advertised: %+v", cs.InitializeResult().Capabilities)
+			}
+			// The go-sdk client has no task support: its CallTool sees a
+			// result without content, but the task was made.
+			_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hello"})
+			if len(j.tasks) != 1 {
+				t.Fatalf("the declaring client's call made %d tasks", len(j.tasks))
+			}
+			got, err := mcp.CallCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](context.Background(), cs, mcptasks.MethodGet, &mcptasks.GetParams{TaskID: "job-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != mcptasks.InputRequired || got.InputRequests["name"] == nil {
+				t.Fatalf("tasks/get: %+v", got)
+			}
+		})
 	}
 }
