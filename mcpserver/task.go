@@ -113,8 +113,7 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 	}
 	switch {
 	case v.Status == store.StatusSucceeded || v.Status == store.StatusFailed:
-		v, _ = t.s.withFailedSteps(ctx, v)
-		out, err := t.s.runResultPage(v, true, "", 0)
+		out, err := t.s.runResultPage(v, true, "", 0) // as run_get shapes it
 		if err != nil {
 			return nil, err
 		}

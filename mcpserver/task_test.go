@@ -23,12 +23,12 @@ import (
 // transports, each request with its own capabilities: with the Tasks
 // extension (declare) or without.
 type rawClient struct {
-	t    *testing.T
+	t    testing.TB
 	conn mcp.Connection
 	n    int
 }
 
-func connectRawTo(t *testing.T, srv *Server) *rawClient {
+func connectRawTo(t testing.TB, srv *Server) *rawClient {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(context.Background(), st, nil)
