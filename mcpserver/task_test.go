@@ -483,3 +483,41 @@ func TestTaskSecretPage(t *testing.T) {
 		t.Fatal("the secret reached the logs")
 	}
 }
+
+// TestTaskSubWorkflowQuestion: a sub-workflow's question is the top-level
+// task's input request, under a key of the child run's; a refusal is
+// recorded with the child and re-keys it; the answer finishes the task.
+func TestTaskSubWorkflowQuestion(t *testing.T) {
+	e := newTaskEnv(t)
+	lib := filepath.Join(e.svc.Home.Dir, "workflows")
+	for name, doc := range map[string]string{
+		"asking.yaml": "version: 1\nname: asking\nsteps:\n  - id: who\n    ask: {prompt: \"Who?\", type: string, pattern: '^[A-Z]'}\noutputs:\n  who: ${{ steps.who.answer }}\n",
+		"outer.yaml":  "version: 1\nname: outer\nsteps:\n  - id: call\n    workflow: asking\noutputs:\n  who: ${{ steps.call.output.who }}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(lib, name), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"workflow": "outer"})
+	var key string
+	for key == "" {
+		got := c.until(id, "input_required", "")
+		for k := range got["inputRequests"].(map[string]any) {
+			key = k
+		}
+	}
+	if !strings.HasSuffix(key, ".who.1") || key == "who.1" {
+		t.Fatalf("a child's question's key: %q", key)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer(map[string]any{"value": "ada"})}})
+	got := c.ok("tasks/get", map[string]any{"taskId": id})
+	if got["inputRequests"].(map[string]any)[key+".r1"] == nil {
+		t.Fatalf("after a refused answer to the child's question: %v", got)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key + ".r1": answer(map[string]any{"value": "Ada"})}})
+	done := c.until(id, "completed", "")
+	if done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)["who"] != "Ada" {
+		t.Fatalf("the task: %v", done)
+	}
+}
