@@ -379,6 +379,9 @@ func TestTaskSecretQuestion(t *testing.T) {
 	}
 	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1.r1": answer(map[string]any{"value": "$STEPWISE_TASK_TEST_SECRET"})}})
 	got = c.until(id, "input_required", "label.2")
+	if !strings.Contains(toText(got["inputRequests"]), `"enum":["red","green"]`) {
+		t.Errorf("the choice question's form: %v", got["inputRequests"])
+	}
 	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"label.2": answer(map[string]any{"value": "green"})}})
 	done := c.until(id, "completed", "")
 	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
