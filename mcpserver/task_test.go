@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -392,14 +393,26 @@ func TestTaskSecretQuestion(t *testing.T) {
 
 // TestTaskNotifications: over a transport wrapped by TaskTransport, a
 // listen for a run's task gets its state and its changes.
+// Over stdio too: the StdioTransport that serve uses, wrapped.
 func TestTaskNotifications(t *testing.T) {
-	e := newTaskEnv(t)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(st), nil)
+	t.Run("memory", func(t *testing.T) {
+		ct, st := mcp.NewInMemoryTransports()
+		testTaskNotifications(t, newTaskEnv(t), st, ct)
+	})
+	t.Run("stdio", func(t *testing.T) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		t.Cleanup(func() { _ = inW.Close(); _ = outR.Close() })
+		testTaskNotifications(t, newTaskEnv(t), &StdioTransport{Reader: inR, Writer: outW}, &mcp.IOTransport{Reader: outR, Writer: inW})
+	})
+}
+
+func testTaskNotifications(t *testing.T, e *env, server, client mcp.Transport) {
+	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(server), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := ct.Connect(context.Background())
+	conn, err := client.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
