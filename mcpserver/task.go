@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -14,7 +13,6 @@ import (
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/mcptasks"
-	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -95,7 +93,15 @@ func (t *tasks) Get(ctx context.Context, id string) (*mcptasks.DetailedTask, err
 // input_required, succeeded or failed → completed with run_get's result,
 // canceled → cancelled.
 func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, error) {
-	v, err := t.s.svc.GetRun(ctx, runID)
+	// The brief view first: a running run's steps, which may be many, are
+	// read only once it finished (for run_get's result).
+	v, err := t.s.svc.GetRunBrief(ctx, runID)
+	if err == nil {
+		switch v.Status {
+		case store.StatusSucceeded, store.StatusFailed, store.StatusWaiting:
+			v, err = t.s.svc.GetRun(ctx, runID) // as run_get reads it (a sub-workflow's pause too)
+		}
+	}
 	if err != nil {
 		var ee *engine.Error
 		if errors.As(err, &ee) && ee.Code == engine.CodeRunNotFound {
@@ -139,22 +145,27 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 	case v.Status == store.StatusPaused:
 		d.StatusMessage = "held (run_pause): it takes no step until run_resume"
 	default:
-		d.StatusMessage = runningMessage(v)
+		ev, err := t.s.svc.LastEvent(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		d.StatusMessage = runningMessage(ev)
 	}
 	return d, nil
 }
 
-// runningMessage says where a running run is: after which step.
-func runningMessage(v *service.RunView) string {
-	if len(v.Steps) == 0 {
-		return "running: starting"
+// runningMessage says where a running run is, from its last event: the
+// step it runs, or the one it finished last.
+func runningMessage(ev store.Event) string {
+	switch {
+	case ev.StepID == "":
+		return "running"
+	case ev.Type == engine.EventStepStarted:
+		return "running step " + ev.StepID
+	case strings.HasPrefix(ev.Type, "step."):
+		return "running: step " + ev.StepID + " " + strings.TrimPrefix(ev.Type, "step.")
 	}
-	last := v.Steps[len(v.Steps)-1]
-	id := last.ID
-	if last.Key != "" {
-		id = last.Key
-	}
-	return fmt.Sprintf("running: %d steps done, the last %s (%s)", len(v.Steps), id, last.Status)
+	return "running: " + ev.Type + " at step " + ev.StepID
 }
 
 func waitingMessage(p *engine.Pause, problem string) string {

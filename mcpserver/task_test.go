@@ -537,3 +537,28 @@ func TestTaskSubWorkflowQuestion(t *testing.T) {
 		t.Fatalf("the task: %v", done)
 	}
 }
+
+// TestTaskWorkingSaysTheStep: a running run is a working task whose
+// statusMessage names the step it is at; canceling it ends the task.
+func TestTaskWorkingSaysTheStep(t *testing.T) {
+	e := newTaskEnv(t)
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"definition": "version: 1\nname: nap\nsteps:\n  - id: first\n    uses: log\n    with: {message: hi}\n  - id: nap\n    sleep: 1h\n"})
+	deadline := time.Now().Add(time.Minute) // a hang guard
+	for {
+		got := c.ok("tasks/get", map[string]any{"taskId": id})
+		if got["status"] != "working" {
+			t.Fatalf("a sleeping run's task: %v", got)
+		}
+		if msg, _ := got["statusMessage"].(string); strings.Contains(msg, "nap") {
+			t.Logf("statusMessage: %s", msg)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the statusMessage never named the step nap: %v", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.ok("tasks/cancel", map[string]any{"taskId": id})
+	c.until(id, "cancelled", "")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/store"
 )
 
 // Refusal returns the refused answers recorded for the open pause seq of
@@ -18,4 +19,22 @@ func (s *Service) Refusal(ctx context.Context, runID string, seq int64) (engine.
 // the pause is no longer open.
 func (s *Service) RecordRefusal(ctx context.Context, runID string, seq int64, problem string) (engine.Refusal, bool, error) {
 	return s.Engine.RecordRefusal(ctx, runID, seq, problem)
+}
+
+// LastEvent returns a run's last recorded event (a zero Event when it has
+// none): where a running run is, at the cost of one row, however many
+// steps it has.
+func (s *Service) LastEvent(ctx context.Context, runID string) (store.Event, error) {
+	run, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return store.Event{}, runNotFound(runID, err)
+	}
+	if run.EventSeq == 0 {
+		return store.Event{}, nil
+	}
+	evs, err := s.Store.Events(ctx, runID, run.EventSeq-1, 1)
+	if err != nil || len(evs) == 0 {
+		return store.Event{}, err
+	}
+	return evs[0], nil
 }
