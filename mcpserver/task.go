@@ -135,13 +135,25 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 			d.StatusMessage = out.Error.Message
 		}
 	case v.Status == store.StatusWaiting && v.Pause != nil:
-		key, r, err := t.key(ctx, runID, v.Pause)
+		ps, err := t.s.svc.OpenPauses(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
+		if len(ps) == 0 { // answered since the view was read
+			ps = []engine.Pause{*v.Pause}
+		}
 		d.Status = mcptasks.InputRequired
-		d.InputRequests = mcp.InputRequestMap{key: t.request(runID, v.Pause, r.Problem)}
-		d.StatusMessage = waitingMessage(v.Pause, r.Problem)
+		d.InputRequests = mcp.InputRequestMap{}
+		var msgs []string
+		for i := range ps {
+			key, r, err := t.key(ctx, runID, &ps[i])
+			if err != nil {
+				return nil, err
+			}
+			d.InputRequests[key] = t.request(runID, &ps[i], r.Problem)
+			msgs = append(msgs, waitingMessage(&ps[i], r.Problem))
+		}
+		d.StatusMessage = strings.Join(msgs, "; ")
 	case v.Status == store.StatusPaused:
 		d.StatusMessage = "held (run_pause): it takes no step until run_resume"
 	default:
@@ -277,16 +289,16 @@ func answerOf(p *engine.Pause, content map[string]any) any {
 	return v
 }
 
-// Update implements mcptasks.Handler: the response to the open pause's
-// current key answers it, validated as run_continue validates; other keys
-// are ignored. A refused answer (or a declined or canceled elicitation)
+// Update implements mcptasks.Handler: the response under an open pause's
+// current key answers it, validated as run_continue validates (every open
+// pause, those of parallel branches too); other keys are ignored. A refused answer (or a declined or canceled elicitation)
 // leaves the pause open, offered again under a new key.
 func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputResponseMap) error {
 	runID, err := t.s.taskRun(id)
 	if err != nil {
 		return err
 	}
-	v, err := t.s.svc.GetRun(ctx, runID) // as Get reads it: the same pause, the same key
+	ps, err := t.s.svc.OpenPauses(ctx, runID)
 	if err != nil {
 		var ee *engine.Error
 		if errors.As(err, &ee) && ee.Code == engine.CodeRunNotFound {
@@ -294,10 +306,17 @@ func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputRespon
 		}
 		return err
 	}
-	if v.Status != store.StatusWaiting || v.Pause == nil {
-		return nil // nothing outstanding
+	for i := range ps {
+		if err := t.answer(ctx, runID, &ps[i], responses); err != nil {
+			return err
+		}
 	}
-	p := v.Pause
+	return nil
+}
+
+// answer answers the pause p of the task's run with its response, if
+// responses has one under the pause's current key.
+func (t *tasks) answer(ctx context.Context, runID string, p *engine.Pause, responses mcp.InputResponseMap) error {
 	key, _, err := t.key(ctx, runID, p)
 	if err != nil {
 		return err

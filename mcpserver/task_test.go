@@ -562,3 +562,44 @@ func TestTaskWorkingSaysTheStep(t *testing.T) {
 	c.ok("tasks/cancel", map[string]any{"taskId": id})
 	c.until(id, "cancelled", "")
 }
+
+// TestTaskParallelQuestions: the questions of parallel branches are all
+// outstanding together, each under its own key; refusing one re-keys that
+// one only, even after the other was answered.
+func TestTaskParallelQuestions(t *testing.T) {
+	e := newTaskEnv(t)
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"definition": "version: 1\nname: both\nsteps:\n  - id: group\n    parallel:\n      - {id: a, ask: {prompt: \"A?\", type: string, pattern: '^[A-Z]'}}\n      - {id: b, ask: {prompt: \"B?\", type: string}}\noutputs:\n  a: ${{ steps.a.answer }}\n  b: ${{ steps.b.answer }}\n"})
+	var keys []string
+	for len(keys) < 2 {
+		keys = keys[:0]
+		for k := range c.until(id, "input_required", "")["inputRequests"].(map[string]any) {
+			keys = append(keys, k)
+		}
+	}
+	var ka, kb string
+	for _, k := range keys {
+		switch {
+		case strings.HasPrefix(k, "a."):
+			ka = k
+		case strings.HasPrefix(k, "b."):
+			kb = k
+		}
+	}
+	if ka == "" || kb == "" {
+		t.Fatalf("keys %v", keys)
+	}
+	// a refused and b answered in one update.
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		ka: answer(map[string]any{"value": "lower"}), kb: answer(map[string]any{"value": "bee"})}})
+	got := c.until(id, "input_required", ka+".r1")
+	if reqs := got["inputRequests"].(map[string]any); len(reqs) != 1 {
+		t.Fatalf("after a refused and an answered question: %v", reqs)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{ka + ".r1": answer(map[string]any{"value": "Aye"})}})
+	done := c.until(id, "completed", "")
+	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
+	if out["a"] != "Aye" || out["b"] != "bee" {
+		t.Fatalf("outputs %v", out)
+	}
+}

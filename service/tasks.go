@@ -38,3 +38,21 @@ func (s *Service) LastEvent(ctx context.Context, runID string) (store.Event, err
 	}
 	return evs[0], nil
 }
+
+// OpenPauses returns every open pause of a waiting run, its sub-workflow
+// runs' included (a view shows the first only): the questions and agent
+// steps of parallel branches wait together.
+func (s *Service) OpenPauses(ctx context.Context, runID string) ([]engine.Pause, error) {
+	run, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, runNotFound(runID, err)
+	}
+	if run.Status != store.StatusWaiting {
+		return nil, nil
+	}
+	kids, err := s.Engine.Children(ctx, run)
+	if err == nil && len(kids) < engine.MaxChildren {
+		return s.Engine.PausesWith(ctx, run.ID, kids)
+	}
+	return s.Engine.Pauses(ctx, run.ID)
+}
