@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -390,23 +391,39 @@ func (t *tasks) Cancel(ctx context.Context, id string) error {
 	return nil
 }
 
-// Watch implements mcptasks.Watcher: a task may have changed at each
-// event of its run (the engine's bus: this process's runs, and those of
-// other replicas it is told of). Events of a sub-workflow's run do not
-// count; its parent's do.
+// Watch implements mcptasks.Watcher: once subscribed, every task's state
+// is told, then a task may have changed at each event of its run or of
+// its sub-workflow runs (the engine's bus: this
+// process's runs, and those of other replicas it is told of).
 func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID string)) {
-	byRun := map[string]string{}
+	var mu sync.Mutex
+	byRun := map[string]string{} // run (the task's, or a sub-workflow's) → task id
 	for _, id := range taskIDs {
-		if runID, err := t.s.taskRun(id); err == nil {
-			byRun[runID] = id
+		runID, err := t.s.taskRun(id)
+		if err != nil {
+			continue
+		}
+		byRun[runID] = id
+		kids, _ := t.s.svc.Children(ctx, runID) // none known: the parent's events still tell
+		for _, k := range kids {
+			byRun[k] = id
 		}
 	}
 	if len(byRun) == 0 {
 		<-ctx.Done()
 		return
 	}
-	events, unsubscribe := t.s.svc.Engine.SubscribeWanting(64, func(runID string) bool { _, ok := byRun[runID]; return ok })
+	task := func(runID string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		id, ok := byRun[runID]
+		return id, ok
+	}
+	events, unsubscribe := t.s.svc.Engine.SubscribeWanting(64, func(runID string) bool { _, ok := task(runID); return ok })
 	defer unsubscribe()
+	for _, id := range taskIDs { // watched from here on: their state now
+		changed(id)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -415,9 +432,21 @@ func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID
 			if !ok {
 				return
 			}
-			if id, mine := byRun[ev.RunID]; mine {
-				changed(id)
+			id, mine := task(ev.RunID)
+			if !mine {
+				continue
 			}
+			if ev.Type == engine.EventChildStarted {
+				var data struct {
+					Child string `json:"child_run_id"`
+				}
+				if json.Unmarshal(ev.Data, &data) == nil && data.Child != "" {
+					mu.Lock()
+					byRun[data.Child] = id
+					mu.Unlock()
+				}
+			}
+			changed(id)
 		}
 	}
 }

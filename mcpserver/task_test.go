@@ -603,3 +603,67 @@ func TestTaskParallelQuestions(t *testing.T) {
 		t.Fatalf("outputs %v", out)
 	}
 }
+
+// TestTaskNotificationsOfSubWorkflow: a refusal recorded with a
+// sub-workflow's run is told to the top-level task's listener.
+func TestTaskNotificationsOfSubWorkflow(t *testing.T) {
+	e := newTaskEnv(t)
+	lib := filepath.Join(e.svc.Home.Dir, "workflows")
+	for name, doc := range map[string]string{
+		"asking.yaml": "version: 1\nname: asking\nsteps:\n  - id: who\n    ask: {prompt: \"Who?\", type: string, pattern: '^[A-Z]'}\n",
+		"outer.yaml":  "version: 1\nname: outer\nsteps:\n  - id: call\n    workflow: asking\n",
+	} {
+		if err := os.WriteFile(filepath.Join(lib, name), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(st), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
+	c := &rawClient{t: t, conn: conn}
+	id := c.start("run_start", map[string]any{"workflow": "outer"})
+	var key string
+	for key == "" {
+		for k := range c.until(id, "input_required", "")["inputRequests"].(map[string]any) {
+			key = k
+		}
+	}
+	meta := map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}
+	b, _ := json.Marshal(map[string]any{"notifications": map[string]any{"taskIds": []string{id}}, "_meta": meta})
+	listenID, _ := jsonrpc.MakeID("listen")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: listenID, Method: "subscriptions/listen", Params: b}); err != nil {
+		t.Fatal(err)
+	}
+	up, _ := json.Marshal(map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer(map[string]any{"value": "lower"})}, "_meta": meta})
+	upID, _ := jsonrpc.MakeID("update")
+	sent := false
+	for {
+		m, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.Method != mcptasks.NotificationStatus {
+			continue
+		}
+		if !sent { // the first state is told: now refuse an answer
+			if err := conn.Write(ctx, &jsonrpc.Request{ID: upID, Method: "tasks/update", Params: up}); err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+			continue
+		}
+		if strings.Contains(string(req.Params), key+".r1") {
+			return // told of the child's refusal
+		}
+	}
+}

@@ -22,8 +22,10 @@ import (
 // Watcher is a Handler that can tell when tasks may have changed.
 type Watcher interface {
 	Handler
-	// Watch calls changed with a task's id whenever the task may have
-	// changed, until ctx is done (it returns then).
+	// Watch calls changed with each task's id once it watches the tasks
+	// (so that their state is sent from there on: no change is missed
+	// between), then whenever a task may have changed, until ctx is done
+	// (it returns then).
 	Watch(ctx context.Context, taskIDs []string, changed func(taskID string))
 }
 
@@ -211,12 +213,7 @@ func (c *notifyConn) acknowledge(ctx context.Context, m *jsonrpc.Request) error 
 	if err := c.Connection.Write(ctx, &jsonrpc.Request{Method: m.Method, Params: b}); err != nil {
 		return err
 	}
-	go func() {
-		for _, t := range l.tasks {
-			c.send(l, t)
-		}
-		c.w.Watch(l.ctx, l.tasks, func(t string) { c.send(l, t) })
-	}()
+	go c.w.Watch(l.ctx, l.tasks, func(t string) { c.send(l, t) })
 	return nil
 }
 

@@ -56,3 +56,17 @@ func (s *Service) OpenPauses(ctx context.Context, runID string) ([]engine.Pause,
 	}
 	return s.Engine.Pauses(ctx, run.ID)
 }
+
+// Children returns the ids of a run's sub-workflow runs.
+func (s *Service) Children(ctx context.Context, runID string) ([]string, error) {
+	run, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, runNotFound(runID, err)
+	}
+	kids, err := s.Engine.Children(ctx, run)
+	ids := make([]string, len(kids))
+	for i, k := range kids {
+		ids[i] = k.ID
+	}
+	return ids, err
+}
