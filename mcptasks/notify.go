@@ -170,13 +170,19 @@ func (c *notifyConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Lock()
 		l := c.listens[m.ID]
 		c.mu.Unlock()
-		if l != nil && m.Error == nil {
+		switch {
+		case l != nil && m.Error == nil:
 			// The SDK answered a listen it had nothing for: the stream
 			// stays open for the tasks until the client cancels it.
 			l.sendMu.Lock()
 			l.held = m
 			l.sendMu.Unlock()
 			return nil
+		case l != nil: // the SDK refused the listen: nothing to send
+			c.mu.Lock()
+			delete(c.listens, m.ID)
+			c.mu.Unlock()
+			l.cancel()
 		}
 	}
 	return c.Connection.Write(ctx, msg)

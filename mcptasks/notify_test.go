@@ -99,3 +99,4 @@ func TestListenForTasksNotDeclared(t *testing.T) {
 		t.Fatalf("want -32021, got %v", we)
 	}
 }
+
