@@ -37,7 +37,9 @@ type Watcher interface {
 // task ids from a client that did not declare the extension on it is
 // answered -32021, as the extension requires. Everything else passes
 // through untouched.
-func WithNotifications(t mcp.Transport, w Watcher) mcp.Transport { return &notifyTransport{inner: t, w: w} }
+func WithNotifications(t mcp.Transport, w Watcher) mcp.Transport {
+	return &notifyTransport{inner: t, w: w}
+}
 
 type notifyTransport struct {
 	inner mcp.Transport

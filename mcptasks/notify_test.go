@@ -99,4 +99,3 @@ func TestListenForTasksNotDeclared(t *testing.T) {
 		t.Fatalf("want -32021, got %v", we)
 	}
 }
-
