@@ -99,8 +99,8 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 	v, err := t.s.svc.GetRunBrief(ctx, runID)
 	if err == nil {
 		switch v.Status {
-		case store.StatusSucceeded, store.StatusFailed, store.StatusWaiting:
-			v, err = t.s.svc.GetRun(ctx, runID) // as run_get reads it (a sub-workflow's pause too)
+		case store.StatusSucceeded, store.StatusFailed:
+			v, err = t.s.svc.GetRun(ctx, runID) // as run_get reads it
 		}
 	}
 	if err != nil {
@@ -135,13 +135,16 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 		if out := t.s.runResult(v, false); out.Error != nil {
 			d.StatusMessage = out.Error.Message
 		}
-	case v.Status == store.StatusWaiting && v.Pause != nil:
+	case v.Status == store.StatusWaiting:
 		ps, err := t.s.svc.OpenPauses(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
-		if len(ps) == 0 { // answered since the view was read
-			ps = []engine.Pause{*v.Pause}
+		if len(ps) == 0 { // waiting on a sub-workflow that runs, or answered since
+			if d.StatusMessage, err = t.runningMessage(ctx, runID); err != nil {
+				return nil, err
+			}
+			break
 		}
 		d.Status = mcptasks.InputRequired
 		d.InputRequests = mcp.InputRequestMap{}
@@ -158,18 +161,24 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 	case v.Status == store.StatusPaused:
 		d.StatusMessage = "held (run_pause): it takes no step until run_resume"
 	default:
-		ev, err := t.s.svc.LastEvent(ctx, runID)
-		if err != nil {
+		if d.StatusMessage, err = t.runningMessage(ctx, runID); err != nil {
 			return nil, err
 		}
-		d.StatusMessage = runningMessage(ev)
 	}
 	return d, nil
 }
 
 // runningMessage says where a running run is, from its last event: the
 // step it runs, or the one it finished last.
-func runningMessage(ev store.Event) string {
+func (t *tasks) runningMessage(ctx context.Context, runID string) (string, error) {
+	ev, err := t.s.svc.LastEvent(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	return eventMessage(ev), nil
+}
+
+func eventMessage(ev store.Event) string {
 	switch {
 	case ev.StepID == "":
 		return "running"
