@@ -265,6 +265,10 @@ func TestTaskCancel(t *testing.T) {
 func TestTaskNotDeclared(t *testing.T) {
 	e := newTaskEnv(t)
 	c := connectRawTo(t, e.srv)
+	disc, we := c.call("server/discover", map[string]any{}, false)
+	if we != nil || disc["capabilities"].(map[string]any)["extensions"].(map[string]any)[mcptasks.Extension] == nil {
+		t.Fatalf("server/discover does not advertise the extension: %v %v", disc, we)
+	}
 	res, we := c.call("tools/call", map[string]any{"name": "run_start", "arguments": map[string]any{"workflow": "greet", "wait_seconds": 0}}, false)
 	if we != nil || res["resultType"] == "task" || res["taskId"] != nil {
 		t.Fatalf("run_start without the extension: %v %v", res, we)
