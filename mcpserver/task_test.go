@@ -671,3 +671,55 @@ func TestTaskNotificationsOfSubWorkflow(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskRetryAndFork: run_retry answers with the task of the run it
+// retries, run_fork with the new run's, and run_continue with the run's.
+func TestTaskRetryAndFork(t *testing.T) {
+	e := newTaskEnv(t)
+	c := connectRawTo(t, e.srv)
+	def := "version: 1\nname: boom\ninputs:\n  go: {type: boolean, default: false}\nsteps:\n  - id: first\n    uses: log\n    with: {message: hi}\n  - id: check\n    if: ${{ !inputs.go }}\n    fail: stopped on purpose\n"
+	id := c.start("run_start", map[string]any{"definition": def})
+	done := c.until(id, "completed", "")
+	runID := done["result"].(map[string]any)["structuredContent"].(map[string]any)["run_id"].(string)
+	if done["result"].(map[string]any)["isError"] != true {
+		t.Fatalf("the first run: %v", done)
+	}
+	retried := c.start("run_retry", map[string]any{"run_id": runID, "inputs": map[string]any{"go": true}})
+	if retried != id {
+		t.Fatalf("run_retry's task %q, the run's %q", retried, id)
+	}
+	if res := c.until(id, "completed", "")["result"].(map[string]any); res["isError"] == true {
+		t.Fatalf("the retried run: %v", res)
+	}
+	forked := c.start("run_fork", map[string]any{"run_id": runID, "from_step": "check", "inputs": map[string]any{"go": false}})
+	if forked == id {
+		t.Fatal("run_fork answered with the forked run's task")
+	}
+	if res := c.until(forked, "completed", "")["result"].(map[string]any); res["isError"] != true {
+		t.Fatalf("the fork: %v", res)
+	}
+
+	q := c.start("run_start", map[string]any{"workflow": "greet"})
+	c.until(q, "input_required", "name.1")
+	cont, we := c.call("tools/call", map[string]any{"name": "run_continue", "arguments": map[string]any{"token": e.pauseToken(t, q), "value": "Ada"}}, true)
+	if we != nil || cont["resultType"] != "task" || cont["taskId"] != q {
+		t.Fatalf("run_continue: %v %v", cont, we)
+	}
+	c.until(q, "input_required", "write.2")
+}
+
+// pauseToken is the token of the open pause of a task's run, as run_get
+// gives it.
+func (e *env) pauseToken(t *testing.T, taskID string) string {
+	t.Helper()
+	runID, err := e.srv.taskRun(taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r RunResult
+	call(t, e.connect(nil), "run_get", map[string]any{"run_id": runID}, &r)
+	if r.Pause == nil {
+		t.Fatalf("run %s has no pause", runID)
+	}
+	return r.Pause.Token
+}
