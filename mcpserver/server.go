@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/mcptasks"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -79,6 +80,8 @@ type Server struct {
 
 	httpMu sync.Mutex
 	https  []*httpHandlers // the streamable-HTTP handlers of HTTPHandler
+
+	tasks *tasks // runs as tasks (the MCP Tasks extension, task.go)
 }
 
 // New builds the server and registers its tools, resources and prompts.
@@ -114,6 +117,14 @@ func NewUnattached(opts Options) *Server {
 	}
 	opts.Tools = profile
 	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}, ready: newReadiness()}
+	s.tasks = newTasks(s)
+	caps := &mcp.ServerCapabilities{
+		Logging:   &mcp.LoggingCapabilities{},
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: false},
+	}
+	mcptasks.Advertise(caps)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "stepwise", Title: "stepwise workflow engine", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:       instructions,
 		Logger:             opts.ProtocolLogger,
@@ -121,14 +132,12 @@ func NewUnattached(opts Options) *Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		SetCacheable:       s.cacheHint,
-		Capabilities: &mcp.ServerCapabilities{
-			Logging:   &mcp.LoggingCapabilities{},
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
-		},
+		Capabilities:       caps,
 	})
 	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware)
+	if err := mcptasks.Install(s.mcp, s.tasks); err != nil {
+		panic(err) // only a standard method's name is refused
+	}
 	s.addWorkflowTools()
 	s.addLibraryTools()
 	s.addActionTools()
