@@ -33,7 +33,7 @@ func FuzzDecodeBody(f *testing.F) {
 				// error) and ignored by the server: nothing to round-trip.
 				continue
 			}
-			data, err := encodeMessage(m)
+			data, err := jsonrpc.EncodeMessage(m)
 			if err != nil {
 				t.Fatalf("%#v does not encode: %v", m, err)
 			}

@@ -1,17 +1,26 @@
 package mcpserver
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
+	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -30,15 +39,43 @@ type HTTPOptions struct {
 // HTTPHandler serves streamable HTTP at /mcp, the one-time secret pages at
 // /secrets/{id}, protected-resource metadata when tokens are configured,
 // and /healthz.
+//
+// /mcp is the go-sdk's StreamableHTTPHandler, twice: a request in the
+// stateless protocol of SEP-2575 (an Mcp-Protocol-Version header of
+// 2026-07-28 or later, as the SDK itself tells them apart) goes to a
+// stateless handler, every other one to a stateful handler with sessions
+// (idle ones end after SessionTimeout) whose streams resume from an event
+// store (Last-Event-ID). Around them: the Origin check, bearer tokens (a
+// session stays with the token's user that opened it: the SDK binds it to
+// TokenInfo.UserID), and the body guard (bodyGuard).
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
-	transport := newHTTPTransport(s.mcp, o.SessionTimeout, s.opts.MaxMessageBytes, s.opts.ProtocolLogger)
+	limit := s.opts.MaxMessageBytes
+	if limit <= 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(eventStoreBytes)
+	server := func(*http.Request) *mcp.Server { return s.mcp }
+	common := mcp.StreamableHTTPOptions{
+		Logger: s.opts.ProtocolLogger,
+		// The guard has read the body already, within the limit.
+		MaxRequestBodyBytes: int64(limit),
+	}
+	stateful, stateless := common, common
+	stateful.SessionTimeout, stateful.EventStore = o.SessionTimeout, events
+	stateless.Stateless = true
+	h := &httpHandlers{
+		stateful:  mcp.NewStreamableHTTPHandler(server, &stateful),
+		stateless: mcp.NewStreamableHTTPHandler(server, &stateless),
+		requests:  map[*context.CancelFunc]struct{}{},
+	}
 	s.httpMu.Lock()
-	s.https = append(s.https, transport)
+	s.https = append(s.https, h)
 	s.httpMu.Unlock()
-	var mcpHandler http.Handler = transport
+	var mcpHandler http.Handler = bodyGuard(limit, h)
 	mux := http.NewServeMux()
 	if len(o.AuthTokens) > 0 {
 		meta := "/.well-known/oauth-protected-resource/mcp"
@@ -55,16 +92,163 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	return mux
 }
 
-// EndHTTPSessions ends every session of the HTTP handlers: their streams
-// end, so that an HTTP server shutting down gracefully does not wait for
-// clients that listen on them (http.Server.RegisterOnShutdown).
+// eventStoreBytes bounds what the event store keeps of all sessions'
+// streams for resumption (the oldest events go first).
+const eventStoreBytes = 8 << 20
+
+// The headers of streamable HTTP that stepwise reads.
+const (
+	headerSession  = "Mcp-Session-Id"
+	headerProtocol = "Mcp-Protocol-Version"
+	// statelessProtocol is the first version of SEP-2575's stateless
+	// protocol.
+	statelessProtocol = "2026-07-28"
+	// defaultProtocol is the version of a request that names none.
+	defaultProtocol = "2025-03-26"
+)
+
+// httpHandlers are the SDK's handlers behind one HTTPHandler.
+type httpHandlers struct {
+	stateful, stateless *mcp.StreamableHTTPHandler
+
+	mu       sync.Mutex
+	requests map[*context.CancelFunc]struct{} // the stateless requests being served
+}
+
+// ServeHTTP routes a request by its protocol version.
+func (h *httpHandlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(headerProtocol) < statelessProtocol {
+		h.stateful.ServeHTTP(w, r)
+		return
+	}
+	// A stateless request has no session to close at shutdown (a
+	// subscriptions/listen stream lasts as long as its POST): it ends
+	// with its context.
+	ctx, cancel := context.WithCancel(r.Context())
+	h.mu.Lock()
+	h.requests[&cancel] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.requests, &cancel)
+		h.mu.Unlock()
+		cancel()
+	}()
+	h.stateless.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// endStateless ends the stateless requests being served.
+func (h *httpHandlers) endStateless() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for cancel := range h.requests {
+		(*cancel)()
+	}
+}
+
+// EndHTTPSessions ends every session of the HTTP handlers, and every
+// stateless request they serve: their streams end, so that an HTTP server
+// shutting down gracefully does not wait for clients that listen on them
+// (http.Server.RegisterOnShutdown).
 func (s *Server) EndHTTPSessions() {
 	s.httpMu.Lock()
-	ts := slices.Clone(s.https)
+	hs := slices.Clone(s.https)
 	s.httpMu.Unlock()
-	for _, t := range ts {
-		t.closeAll()
+	for _, h := range hs {
+		h.endStateless()
 	}
+	if len(hs) == 0 {
+		return
+	}
+	// The HTTP sessions are the server's named ones (stdio's has no ID).
+	var sessions []*mcp.ServerSession
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() != "" {
+			sessions = append(sessions, ss)
+		}
+	}
+	for _, ss := range sessions {
+		_ = ss.Close()
+	}
+}
+
+// bodyGuard reads a POST's body before the SDK does, so that a body over
+// limit or one that is not JSON-RPC gets stepwise's structured JSON-RPC
+// error (rpcrefuse.go) — the SDK answers those in plain text — and never
+// reaches a session, which goes on. A batch is refused from 2025-06-18 on
+// (by the request's header), as the SDK would refuse it.
+func bodyGuard(limit int, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			next.ServeHTTP(w, r) // refused by the SDK, unread
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, int64(limit))
+		body, ok := readBody(w, r)
+		if !ok {
+			return
+		}
+		_, batch, err := decodeBody(body)
+		if err != nil {
+			writeRefusal(w, http.StatusBadRequest, refusal(err))
+			return
+		}
+		version := cmp.Or(r.Header.Get(headerProtocol), defaultProtocol)
+		if batch && version >= noBatchesFrom {
+			writeRefusal(w, http.StatusBadRequest, invalidRequest(jsonrpc.ID{},
+				"JSON-RPC batching is not supported in %s and later (request version: %s)", noBatchesFrom, version))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeRefusal answers a POST whose message was refused.
+func writeRefusal(w http.ResponseWriter, status int, e *messageError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(e.answer(), '\n'))
+}
+
+// readBody reads a POST's body, answering with a JSON-RPC error (HTTP 413
+// or 400) when it cannot: a body over the limit is read no further.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeRefusal(w, http.StatusRequestEntityTooLarge, tooLarge(int(tooBig.Limit), body[:min(len(body), lineHead)]))
+		} else {
+			writeRefusal(w, http.StatusBadRequest, parseError(errors.New("failed to read the body")))
+		}
+		return nil, false
+	}
+	if firstByte(body) == len(body) {
+		writeRefusal(w, http.StatusBadRequest, parseError(errors.New("the body is empty")))
+		return nil, false
+	}
+	return body, true
+}
+
+// IsLoopback reports whether a host (with or without a port) is a
+// loopback name or address: what `serve` binds to without authentication.
+func IsLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // tokenVerifier accepts the configured tokens, compared in constant time.

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 )
@@ -114,13 +113,4 @@ func (l *lineReader) drop(head []byte) error {
 			return err
 		}
 	}
-}
-
-// moreBuffered reports whether what is buffered holds another whole line
-// with something on it, so that an answer may wait to go out with the
-// next one's.
-func (l *lineReader) moreBuffered() bool {
-	rest, _ := l.r.Peek(l.r.Buffered())
-	i := firstByte(rest)
-	return i < len(rest) && bytes.IndexByte(rest[i:], '\n') >= 0
 }

@@ -127,3 +127,114 @@ func messageID(raw any) (jsonrpc.ID, bool) {
 	}
 	return jsonrpc.ID{}, false
 }
+
+// firstByte is the index of b's first byte that is not JSON whitespace.
+func firstByte(b []byte) int {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// batchParts splits a JSON-RPC batch into its messages, undecoded.
+func batchParts(data []byte) ([]json.RawMessage, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, parseError(err)
+		}
+		return nil, invalidRequest(jsonrpc.ID{}, "a batch must be an array of messages")
+	}
+	if len(raws) == 0 {
+		return nil, invalidRequest(jsonrpc.ID{}, "empty batch")
+	}
+	return raws, nil
+}
+
+// decodeMessage decodes one JSON-RPC message. Keys are matched exactly
+// (encoding/json alone would match them case-insensitively). It fails
+// with a *messageError: a parse error for what is not JSON, an invalid
+// request (with the message's id when it has a valid one) for JSON that
+// is not a JSON-RPC 2.0 message.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, parseError(err)
+		}
+		return nil, invalidRequest(jsonrpc.ID{}, "a message must be a JSON object")
+	}
+	var id jsonrpc.ID
+	if v, ok := fields["id"]; ok {
+		var raw any
+		if json.Unmarshal(v, &raw) == nil {
+			id, ok = messageID(raw)
+		}
+		if !ok {
+			return nil, invalidRequest(jsonrpc.ID{}, `"id" must be a string or a number`)
+		}
+	}
+	var version string
+	if v, ok := fields["jsonrpc"]; ok && json.Unmarshal(v, &version) != nil {
+		version = "?"
+	}
+	if version != "2.0" {
+		return nil, invalidRequest(id, `"jsonrpc" must be "2.0"`)
+	}
+	if m, ok := fields["method"]; ok {
+		var method string
+		if err := json.Unmarshal(m, &method); err != nil {
+			return nil, invalidRequest(id, `"method" must be a string`)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: nullAsAbsent(fields["params"])}, nil
+	}
+	if !id.IsValid() {
+		return nil, invalidRequest(id, `a message needs a "method" (a request) or an "id" (a response)`)
+	}
+	resp := &jsonrpc.Response{ID: id, Result: nullAsAbsent(fields["result"])}
+	if e, ok := fields["error"]; ok && string(e) != "null" {
+		var we jsonrpc.Error
+		if err := json.Unmarshal(e, &we); err != nil {
+			return nil, invalidRequest(id, `"error" must be an error object`)
+		}
+		resp.Error = &we
+	}
+	return resp, nil
+}
+
+// nullAsAbsent: a JSON null decodes into a json.RawMessage as nothing.
+func nullAsAbsent(raw json.RawMessage) json.RawMessage {
+	if string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// decodeBody decodes a POST's message, or the messages of a batch; it
+// fails with a *messageError (for a batch, that of its first message that
+// is not one: the POST is refused whole).
+func decodeBody(body []byte) ([]jsonrpc.Message, bool, error) {
+	if i := firstByte(body); i < len(body) && body[i] == '[' {
+		raws, err := batchParts(body)
+		if err != nil {
+			return nil, true, err
+		}
+		msgs := make([]jsonrpc.Message, 0, len(raws))
+		for _, raw := range raws {
+			m, err := decodeMessage(raw)
+			if err != nil {
+				return nil, true, err
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, true, nil
+	}
+	m, err := decodeMessage(body)
+	if err != nil {
+		return nil, false, err
+	}
+	return []jsonrpc.Message{m}, false, nil
+}

@@ -182,7 +182,7 @@ func (s *Server) addRunTools() {
 			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
 		})
 
-	getRun := addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
+	addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
 		Description: "A run's status, open pause (with its token), outputs, error and a summary of its steps. " +
 			"With wait_seconds, waits for a running run to finish or pause first (progress notifications as steps complete).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
@@ -206,9 +206,7 @@ func (s *Server) addRunTools() {
 			return s.runResultPage(v, true, in.StepsCursor, in.StepsLimit)
 		})
 
-	s.addQuickTool("run_get", getRun, "wait_seconds")
-
-	listRuns := addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
+	addTool(s, &mcp.Tool{Name: "run_list", Title: "List runs",
 		Description: "List runs, newest first, optionally of one workflow or in one status. Returns {runs, next_cursor}.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunListIn) (RunListOut, error) {
@@ -238,7 +236,6 @@ func (s *Server) addRunTools() {
 			}
 			return out, nil
 		})
-	s.addQuickTool("run_list", listRuns, "")
 
 	addTool(s, &mcp.Tool{Name: "run_cancel", Title: "Cancel a run",
 		Description: "Cancel a run that has not finished; with compensate, its completed steps are undone first (in reverse order). Its sub-workflow runs are canceled too. Cannot be undone.",

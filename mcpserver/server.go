@@ -71,9 +71,7 @@ type Server struct {
 	libSeen map[string]string // library name → version, as last notified
 
 	httpMu sync.Mutex
-	https  []*httpTransport // the streamable-HTTP transports of HTTPHandler
-
-	quick map[string]quickTool // read-only tools stdio answers on its reader; set by New
+	https  []*httpHandlers // the streamable-HTTP handlers of HTTPHandler
 }
 
 // New builds the server and registers its tools, resources and prompts.
@@ -117,7 +115,7 @@ func NewUnattached(opts Options) *Server {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware, relateToCall)
+	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware)
 	s.addWorkflowTools()
 	s.addLibraryTools()
 	s.addActionTools()
