@@ -147,6 +147,9 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
+			if ok, err := s.asTask(ctx, id); ok || err != nil {
+				return RunResult{}, err
+			}
 			res, err := s.await(ctx, req, sub, id, wait, true)
 			res.Draft = l.Draft
 			return res, err
@@ -178,6 +181,9 @@ func (s *Server) addRunTools() {
 				if root, err = s.svc.RootRun(ctx, res.ParentID); err != nil {
 					return RunResult{}, err
 				}
+			}
+			if ok, err := s.asTask(ctx, root); ok || err != nil {
+				return RunResult{}, err
 			}
 			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
 		})
@@ -268,6 +274,9 @@ func (s *Server) addRunTools() {
 			if err := s.svc.RetryRun(ctx, in.RunID, in.Inputs); err != nil {
 				return RunResult{}, err
 			}
+			if ok, err := s.asTask(ctx, in.RunID); ok || err != nil {
+				return RunResult{}, err
+			}
 			return s.await(ctx, req, sub, in.RunID, wait, true)
 		})
 
@@ -286,6 +295,9 @@ func (s *Server) addRunTools() {
 			defer sub.Close()
 			id, err := s.svc.ForkRun(ctx, in.RunID, in.FromStep, in.Inputs)
 			if err != nil {
+				return RunResult{}, err
+			}
+			if ok, err := s.asTask(ctx, id); ok || err != nil {
 				return RunResult{}, err
 			}
 			return s.await(ctx, req, sub, id, wait, true)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/mcptasks"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -72,6 +73,8 @@ type Server struct {
 
 	httpMu sync.Mutex
 	https  []*httpHandlers // the streamable-HTTP handlers of HTTPHandler
+
+	tasks *tasks // runs as tasks (the MCP Tasks extension, task.go)
 }
 
 // New builds the server and registers its tools, resources and prompts.
@@ -102,20 +105,26 @@ func NewUnattached(opts Options) *Server {
 		opts.Version = "dev"
 	}
 	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}, ready: newReadiness()}
+	s.tasks = newTasks(s)
+	caps := &mcp.ServerCapabilities{
+		Logging:   &mcp.LoggingCapabilities{},
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: false},
+	}
+	mcptasks.Advertise(caps)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "stepwise", Title: "stepwise workflow engine", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:       instructions,
 		Logger:             opts.ProtocolLogger,
 		CompletionHandler:  s.complete,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
-		Capabilities: &mcp.ServerCapabilities{
-			Logging:   &mcp.LoggingCapabilities{},
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: false},
-		},
+		Capabilities:       caps,
 	})
 	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware)
+	if err := mcptasks.Install(s.mcp, s.tasks); err != nil {
+		panic(err) // only a standard method's name is refused
+	}
 	s.addWorkflowTools()
 	s.addLibraryTools()
 	s.addActionTools()

@@ -77,3 +77,7 @@ func (s *Service) ApplyRetention(ctx context.Context) (store.PurgeResult, error)
 	}
 	return total, nil
 }
+
+// Retention is how long a finished run is kept after it finished (0:
+// without limit of age; MaxRuns may still purge it).
+func (s *Service) Retention() time.Duration { return s.retention.olderThan }

@@ -30,6 +30,8 @@ type RunView struct {
 	ParentID   string          `json:"parent_id,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// UpdatedAt is when the run was last written (the store's clock).
+	UpdatedAt time.Time `json:"-"`
 }
 
 // StepView is one recorded step execution.
@@ -168,7 +170,7 @@ func (s *Service) pause(ctx context.Context, run store.Run, kids []store.Run, kn
 // summary is the part of a view that needs only the run row.
 func (s *Service) summary(ctx context.Context, run store.Run) *RunView {
 	v := &RunView{ID: run.ID, Workflow: run.Workflow, Version: run.Version, Status: run.Status, Error: run.Error,
-		ParentID: run.ParentID, CreatedAt: run.CreatedAt}
+		ParentID: run.ParentID, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
 	if !run.FinishedAt.IsZero() {
 		t := run.FinishedAt
 		v.FinishedAt = &t

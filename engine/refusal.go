@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"stepwise.dev/stepwise/store"
+)
+
+// EventPauseRefused records that an answer to an open pause was refused
+// (a surface asked for it: an MCP task's input request is offered again
+// under a new key). Its data is a Refusal.
+const EventPauseRefused = "pause.refused"
+
+// Refusal counts the refused answers of one open pause, as recorded.
+type Refusal struct {
+	Seq     int64  `json:"seq"`
+	Count   int    `json:"count"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// Refusal returns the refusals of the run's pause seq: what the run's last
+// event says, when it is that pause's refusal (a run waits on a pause with
+// no other event after it), else none.
+func (e *Engine) Refusal(ctx context.Context, runID string, seq int64) (Refusal, error) {
+	run, err := e.store.GetRun(ctx, runID)
+	if err != nil {
+		return Refusal{}, notFound(runID, err)
+	}
+	return e.lastRefusal(ctx, run, seq)
+}
+
+func (e *Engine) lastRefusal(ctx context.Context, run store.Run, seq int64) (Refusal, error) {
+	none := Refusal{Seq: seq}
+	if run.EventSeq == 0 || run.Status != store.StatusWaiting {
+		return none, nil
+	}
+	evs, err := e.store.Events(ctx, run.ID, run.EventSeq-1, 1)
+	if err != nil || len(evs) == 0 || evs[0].Type != EventPauseRefused {
+		return none, err
+	}
+	var r Refusal
+	if json.Unmarshal(evs[0].Data, &r) != nil || r.Seq != seq {
+		return none, nil
+	}
+	return r, nil
+}
+
+// RecordRefusal records one more refused answer of the open pause seq of
+// the run, with what was wrong with it (problem is stored: it must hold
+// no secret). A pause no longer open records nothing (ok false).
+func (e *Engine) RecordRefusal(ctx context.Context, runID string, seq int64, problem string) (r Refusal, ok bool, err error) {
+	for attempt := 0; ; attempt++ {
+		run, err := e.store.GetRun(ctx, runID)
+		if err != nil {
+			return Refusal{}, false, notFound(runID, err)
+		}
+		if run.Status != store.StatusWaiting {
+			return Refusal{}, false, nil
+		}
+		p, err := e.store.GetPause(ctx, runID, seq)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && p.Status != store.PauseOpen) {
+			return Refusal{}, false, nil
+		}
+		if err != nil {
+			return Refusal{}, false, err
+		}
+		prev, err := e.lastRefusal(ctx, run, seq)
+		if err != nil {
+			return Refusal{}, false, err
+		}
+		r = Refusal{Seq: seq, Count: prev.Count + 1, Problem: problem}
+		data, _ := json.Marshal(r)
+		ev := store.Event{Type: EventPauseRefused, StepID: p.StepKey, At: e.now().UTC(), Data: data}
+		_, err = e.store.Commit(ctx, store.Commit{RunID: runID, Rev: run.Rev, EventSeq: run.EventSeq, Events: []store.Event{ev}})
+		if errors.Is(err, store.ErrConflict) && attempt < 10 {
+			continue // the run moved: read it again
+		}
+		if err != nil {
+			return Refusal{}, false, err
+		}
+		return r, true, nil
+	}
+}
