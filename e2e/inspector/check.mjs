@@ -46,7 +46,7 @@ function check(ok, what, detail) {
 function run(target, era, args) {
   const argv = [inspector, "--cli", "--format", "json", "--protocol-era", era, ...target, ...args];
   return new Promise((res) => {
-    execFile(process.execPath, argv, { env: { ...process.env, HOME: join(scratch, "user") }, timeout: 60000, maxBuffer: 16 << 20 },
+    execFile(process.execPath, argv, { env: { ...process.env, HOME: join(scratch, "user") }, timeout: 30000, maxBuffer: 16 << 20 },
       (err, stdout, stderr) => {
         let out;
         try {
@@ -54,7 +54,7 @@ function run(target, era, args) {
         } catch {
           out = undefined;
         }
-        res({ code: err ? (err.code ?? 1) : 0, out, stdout, stderr });
+        res({ code: err ? (err.killed ? "killed: timed out after 30 s" : err.code ?? 1) : 0, out, stdout, stderr });
       });
   });
 }
@@ -93,17 +93,10 @@ async function checks(target, era) {
   const strictWarnings = (r.stderr.match(/warning/gi) ?? []).length;
   console.log(`     [inspector ${label}] schema portability: ${portability[0] ?? `${strictWarnings} warning lines`}`);
 
-  // a tool call with arguments given as key=value, and one as JSON
+  // tool calls: arguments as key=value and as JSON
   r = await run(target, era, ["--method", "tools/call", "--tool-name", "workflow_list"]);
   check(r.code === 0 && r.out?.result?.structuredContent?.workflows?.some((w) => w.name === "greet"),
     `tools/call workflow_list finds greet`, r);
-  r = await run(target, era, ["--method", "tools/call", "--tool-name", "run_start", "--tool-arg", "workflow=greet", "--tool-arg", "wait_seconds=5"]);
-  const run0 = r.out?.result?.structuredContent;
-  check(r.code === 0 && r.out.result.isError !== true && run0?.status === "waiting" && run0.pause?.kind === "question" && run0.pause.token,
-    `tools/call run_start greet: waiting on its question`, r);
-  r = await run(target, era, ["--method", "tools/call", "--tool-name", "run_continue", "--tool-args-json", JSON.stringify({ token: run0.pause.token, value: "Ada" })]);
-  check(r.out?.result?.structuredContent?.status === "waiting" && r.out.result.structuredContent.pause?.kind === "agent",
-    `tools/call run_continue "Ada": waiting on the agent step`, r);
   r = await run(target, era, ["--method", "tools/call", "--tool-name", "run_start", "--tool-args-json", "{\"workflow\":42}"]);
   const err = r.out?.result?.structuredContent;
   check(r.out?.result?.isError === true && err?.error_code === "ARGUMENTS_INVALID" && err.category === "validation",
@@ -114,40 +107,51 @@ async function checks(target, era) {
   const uris = r.out?.result?.resources?.map((x) => x.uri) ?? [];
   check(r.code === 0 && uris.includes("stepwise://docs/workflows") && uris.includes("stepwise://workflows"),
     `resources/list has stepwise://docs/workflows and stepwise://workflows`, r);
-  r = await run(target, era, ["--method", "resources/read", "--uri", `stepwise://runs/${run0.run_id}`]);
-  const text = r.out?.result?.contents?.[0]?.text;
-  check(r.code === 0 && JSON.parse(text ?? "{}").run_id === run0.run_id, `resources/read stepwise://runs/{run_id}`, r);
   r = await run(target, era, ["--method", "prompts/list"]);
   const prompts = r.out?.result?.prompts?.map((p) => p.name) ?? [];
   check(r.code === 0 && prompts.includes("author_workflow"), `prompts/list has author_workflow (${prompts.length} prompts)`, r);
+
+  // a run: started (its question), answered (the agent step), read as a resource
+  r = await run(target, era, ["--method", "tools/call", "--tool-name", "run_start", "--tool-arg", "workflow=greet", "--tool-arg", "wait_seconds=5"]);
+  const run0 = r.out?.result?.structuredContent;
+  check(r.code === 0 && r.out?.result?.isError !== true && run0?.status === "waiting" && run0.pause?.kind === "question" && run0.pause.token,
+    `tools/call run_start greet: waiting on its question`, r);
+  r = await run(target, era, ["--method", "tools/call", "--tool-name", "run_continue", "--tool-args-json", JSON.stringify({ token: run0.pause.token, value: "Ada" })]);
+  check(r.out?.result?.structuredContent?.status === "waiting" && r.out.result.structuredContent.pause?.kind === "agent",
+    `tools/call run_continue "Ada": waiting on the agent step`, r);
+  r = await run(target, era, ["--method", "resources/read", "--uri", `stepwise://runs/${run0.run_id}`]);
+  const text = r.out?.result?.contents?.[0]?.text;
+  check(r.code === 0 && JSON.parse(text ?? "{}").run_id === run0.run_id, `resources/read stepwise://runs/{run_id}`, r);
 }
 
+// Every transport and era is checked, even after one failed; each stops at
+// its first failed check.
 async function main() {
+  const failed = [];
   for (const mode of modes) {
     for (const era of ["legacy", "modern"]) {
       label = `${mode} ${era}`;
-      if (mode === "stdio") {
-        await checks([bin, "--home", newHome(), "serve"], era);
-        continue;
-      }
-      const server = startHTTP(newHome());
+      const server = mode === "http" ? startHTTP(newHome()) : undefined;
       try {
-        const url = await server.url;
-        await checks([url], era);
+        await checks(server ? [await server.url] : [bin, "--home", newHome(), "serve"], era);
+      } catch (err) {
+        if (!/^check failed/.test(err.message)) console.error(`FAIL [inspector ${label}] ${err.stack ?? err}`);
+        failed.push(label);
       } finally {
-        server.proc.kill("SIGTERM");
+        server?.proc.kill("SIGTERM");
       }
     }
   }
-  label = modes.join(", ");
+  if (failed.length) {
+    console.error(`FAIL [inspector] ${failed.join("; ")}`);
+    process.exitCode = 1;
+    return;
+  }
   console.log(`ok   [inspector] all checks passed (${modes.join(", ")}; legacy and modern)`);
 }
 
 try {
   await main();
-} catch (err) {
-  if (!process.exitCode) console.error(`FAIL [inspector ${label}] ${err.stack ?? err}`);
-  process.exitCode = 1;
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

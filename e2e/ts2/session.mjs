@@ -258,33 +258,39 @@ async function withClient(transport, body) {
   }
 }
 
+// Every transport is checked, even after one failed; each stops at its
+// first failed check.
 async function main() {
+  const failed = [];
   for (const mode of modes) {
     label = mode;
-    if (mode === "stdio") {
-      await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve"], stderr: "ignore" }), session);
-      continue;
-    }
-    const server = startHTTP(newHome());
+    const server = mode === "http" ? startHTTP(newHome()) : undefined;
     try {
-      const url = await server.url;
-      check(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(url), `serve --http 127.0.0.1:0 printed its URL ${url}`);
-      await withClient(new StreamableHTTPClientTransport(new URL(url)), session);
+      if (server) {
+        const url = await server.url;
+        check(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(url), `serve --http 127.0.0.1:0 printed its URL ${url}`);
+        await withClient(new StreamableHTTPClientTransport(new URL(url)), session);
+      } else {
+        await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve"], stderr: "ignore" }), session);
+      }
     } catch (err) {
-      if (process.exitCode !== 1) console.error(`serve log:\n${server.log().slice(-4000)}`);
-      throw err;
+      if (!/^check failed/.test(err.message)) console.error(`FAIL [ts2 ${label}] ${err.stack ?? err}`);
+      if (server) console.error(`serve log (last 4 KB):\n${server.log().slice(-4000)}`);
+      failed.push(mode);
     } finally {
-      await stop(server.proc);
+      if (server) await stop(server.proc);
     }
+  }
+  if (failed.length) {
+    console.error(`FAIL [ts2] ${failed.join(", ")}`);
+    process.exitCode = 1;
+    return;
   }
   console.log(`ok   [ts2] all checks passed (${modes.join(", ")})`);
 }
 
 try {
   await main();
-} catch (err) {
-  if (!process.exitCode) console.error(`FAIL [ts2 ${label}] ${err.stack ?? err}`);
-  process.exitCode = 1;
 } finally {
   for (const h of homes) rmSync(h, { recursive: true, force: true });
 }
