@@ -46,9 +46,8 @@ func floorServe(in io.Reader, out io.Writer, result json.RawMessage) error {
 		if answer := floorAnswer(line, result); answer != nil {
 			w.Write(append(answer, '\n'))
 		}
-		// Answers to messages read together go out together, as
-		// stepwise's quick reads do: the write waits while another
-		// whole line is already read.
+		// Answers to messages read together go out together: the
+		// write waits while another whole line is already read.
 		if next, _ := r.Peek(r.Buffered()); bytes.IndexByte(next, '\n') >= 0 {
 			continue
 		}

@@ -422,3 +422,80 @@ func TestHTTPMaxMessageBytes(t *testing.T) {
 		t.Fatalf("within the limit: %v", msgs)
 	}
 }
+
+// TestHTTPStreamResumes: the events of a call's stream carry ids, and a
+// client that lost the stream gets what followed an event again with a GET
+// naming it (Last-Event-ID), from the event store.
+func TestHTTPStreamResumes(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	c.initialize()
+	res := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"run_start","arguments":{"workflow":"greet"}}}`,
+		map[string]string{headerProtocol: "2025-11-25"})
+	var ids []string
+	var data []string
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+		}
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(d, `"id":12`) {
+			data = append(data, d)
+		}
+	}
+	if len(ids) == 0 || len(data) != 1 {
+		t.Fatalf("the call's stream: event ids %q, answers %q", ids, data)
+	}
+	// Resuming from before the answer replays it.
+	replay := c.do(http.MethodGet, "", map[string]string{"Last-Event-ID": ids[0] + "x", headerProtocol: "2025-11-25"})
+	if replay.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a malformed event id: %d", replay.StatusCode)
+	}
+	// From 2025-11-25 on a stream opens with a priming event (an id, no
+	// data) before the answer.
+	if len(ids) < 2 {
+		t.Fatalf("the call's stream has no priming event: ids %q", ids)
+	}
+	first := ids[0]
+	replay = c.do(http.MethodGet, "", map[string]string{"Last-Event-ID": first, headerProtocol: "2025-11-25"})
+	if replay.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(replay.Body)
+		t.Fatalf("resume: %d %s", replay.StatusCode, body)
+	}
+	got := events(t, replay)
+	if len(got) == 0 || got[len(got)-1]["id"] != 12.0 || got[len(got)-1]["result"] == nil {
+		t.Fatalf("replayed: %v", got)
+	}
+}
+
+// TestHTTPEndSessionsEndsListenStreams: a stateless subscriptions/listen
+// stream (2026-07-28) lasts as long as its POST; EndHTTPSessions ends it,
+// as it ends the stateful sessions' streams.
+func TestHTTPEndSessionsEndsListenStreams(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	listen := `{"jsonrpc":"2.0","id":13,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`
+	res := c.do(http.MethodPost, listen, map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": "subscriptions/listen"})
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		body, _ := io.ReadAll(res.Body)
+		t.Fatalf("subscriptions/listen: %d %s", res.StatusCode, body)
+	}
+	// The acknowledgement comes first: the stream is being served.
+	br := bufio.NewReader(res.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the listen stream ended before its acknowledgement: %v", err)
+		}
+		if strings.Contains(line, "notifications/subscriptions/acknowledged") {
+			break
+		}
+	}
+	c.srv.EndHTTPSessions()
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(br); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listen stream outlived EndHTTPSessions")
+	}
+}

@@ -34,7 +34,7 @@ func numberSessions(t *testing.T) map[string]*mcp.ClientSession {
 }
 
 // stdioClient connects a Go SDK client to e's server over pipes the way
-// `serve` serves stdin and stdout (ConnectStdio: quick reads included).
+// `serve` serves stdin and stdout (ConnectStdio).
 func stdioClient(t *testing.T, e *env) *mcp.ClientSession {
 	t.Helper()
 	inR, inW := io.Pipe()

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +16,62 @@ import (
 	"stepwise.dev/stepwise/service"
 )
 
-// connectUnattached connects a client to a server built by NewUnattached:
-// the handshake (connectServer fails the test without it) and a ping must
-// succeed before the server has a service.
-func connectUnattached(t *testing.T, srv *Server) *mcp.ClientSession {
+// transports are the ways a client reaches the server in these tests:
+// in memory, and the two `serve` offers — stdio (ConnectStdio) and
+// streamable HTTP (HTTPHandler), where the go-sdk client speaks 2026-07-28
+// (statelessly) unless told 2025-11-25 (a session).
+var transports = []string{"memory", "stdio", "http", "http-2025-11-25"}
+
+// pings reports whether a client over via can ping: the go-sdk client
+// (v1.8.0) sends ping in the stateless protocol without the _meta the
+// protocol asks of every request, and the server refuses it.
+func pings(via string) bool { return via != "http" }
+
+// connectVia connects a go-sdk client to srv over one of transports.
+func connectVia(t *testing.T, srv *Server, via string) *mcp.ClientSession {
 	t.Helper()
-	cs := connectServer(t, srv, nil)
+	var ct mcp.Transport
+	switch via {
+	case "memory":
+		return connectServer(t, srv, nil)
+	case "stdio":
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		ss, err := srv.ConnectStdio(context.Background(), inR, outW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		ct = &mcp.IOTransport{Reader: outR, Writer: inW}
+	case "http", "http-2025-11-25":
+		hs := httptest.NewServer(srv.HTTPHandler(HTTPOptions{}))
+		t.Cleanup(hs.Close)
+		ct = &mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}
+	}
+	var opts *mcp.ClientSessionOptions
+	if version, ok := strings.CutPrefix(via, "http-"); ok {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if opts != nil && (cs.InitializeResult() == nil || cs.InitializeResult().ProtocolVersion != opts.ProtocolVersion) {
+		t.Fatalf("not a %s session: %+v", opts.ProtocolVersion, cs.InitializeResult())
+	}
+	return cs
+}
+
+// connectUnattached connects a client to a server built by NewUnattached:
+// the handshake (connectVia fails the test without it) and a ping must
+// succeed before the server has a service.
+func connectUnattached(t *testing.T, srv *Server, via string) *mcp.ClientSession {
+	t.Helper()
+	cs := connectVia(t, srv, via)
+	if !pings(via) {
+		return cs
+	}
 	if err := cs.Ping(context.Background(), nil); err != nil {
 		t.Fatalf("ping before the service: %v", err)
 	}
@@ -43,8 +95,14 @@ func listWorkflows(cs *mcp.ClientSession) <-chan error {
 }
 
 func TestUnattachedServerHoldsRequestsUntilStart(t *testing.T) {
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) { unattachedHoldsUntilStart(t, via) })
+	}
+}
+
+func unattachedHoldsUntilStart(t *testing.T, via string) {
 	srv := NewUnattached(Options{})
-	cs := connectUnattached(t, srv)
+	cs := connectUnattached(t, srv, via)
 	done := listWorkflows(cs)
 	select {
 	case err := <-done:
@@ -78,8 +136,14 @@ func TestUnattachedServerHoldsRequestsUntilStart(t *testing.T) {
 }
 
 func TestFailedServerAnswersHeldRequests(t *testing.T) {
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) { failedAnswersHeld(t, via) })
+	}
+}
+
+func failedAnswersHeld(t *testing.T, via string) {
 	srv := NewUnattached(Options{})
-	cs := connectUnattached(t, srv)
+	cs := connectUnattached(t, srv, via)
 	held := listWorkflows(cs)
 	time.Sleep(50 * time.Millisecond) // usually held by then; answered the same either way
 	srv.Fail(errors.New("open store: database is locked"))
@@ -89,7 +153,7 @@ func TestFailedServerAnswersHeldRequests(t *testing.T) {
 			t.Fatalf("want the start's error, got %v", err)
 		}
 	}
-	if err := cs.Ping(context.Background(), nil); err != nil {
+	if err := cs.Ping(context.Background(), nil); pings(via) && err != nil {
 		t.Fatalf("ping after Fail: %v", err)
 	}
 }

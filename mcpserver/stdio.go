@@ -55,10 +55,10 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		limit = DefaultMaxMessageBytes
 	}
 	out := &lineWriter{w: t.Writer}
-	pr, pw := io.Pipe()
-	g := &stdioGuard{lines: newLineReader(t.Reader, limit), pipe: pw, out: out, refusals: make(chan []byte, 256)}
+	g := &stdioGuard{lines: newLineReader(t.Reader, limit), out: out,
+		refusals: make(chan []byte, 256), done: make(chan struct{})}
 	inner, err := (&mcp.IOTransport{
-		Reader: &guardedReader{PipeReader: pr, src: t.Reader},
+		Reader: &guardedReader{g: g, src: t.Reader},
 		Writer: out,
 		// The guard lets no longer line through: a message and its line's end.
 		MaxLineLength: limit + 2,
@@ -67,7 +67,6 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	go g.writeRefusals()
-	go g.run()
 	return &guardedConn{Connection: inner, g: g}, nil
 }
 
@@ -87,24 +86,46 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 func (l *lineWriter) Close() error { return l.w.Close() }
 
 // guardedReader is what the SDK's transport reads: the lines the guard
-// lets through. Closing it (the session ends) closes the byte stream too,
-// so that the guard stops reading it.
+// lets through, read and checked on the SDK's reading goroutine (no
+// goroutine of the guard's in between, so no hand-off per message).
+// Closing it (the session ends) closes the byte stream too.
 type guardedReader struct {
-	*io.PipeReader
-	src io.Closer
+	g       *stdioGuard
+	src     io.Closer
+	pending []byte // what the SDK has yet to read of the lines let through
+	err     error  // what ended the stream
 }
 
+// Read implements io.Reader; the SDK calls it from one goroutine.
+func (r *guardedReader) Read(p []byte) (int, error) {
+	for len(r.pending) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		r.pending, r.err = r.g.next()
+		if r.err != nil {
+			close(r.g.refusals) // the last refusals go out, then the writer ends
+		}
+	}
+	n := copy(p, r.pending)
+	r.pending = r.pending[n:]
+	return n, nil
+}
+
+// Close implements io.Closer.
 func (r *guardedReader) Close() error {
-	return errors.Join(r.PipeReader.Close(), r.src.Close())
+	r.g.closeOnce.Do(func() { close(r.g.done) })
+	return r.src.Close()
 }
 
 // stdioGuard reads the client's lines, refuses those the SDK must not see
 // and hands on the others.
 type stdioGuard struct {
-	lines    *lineReader
-	pipe     *io.PipeWriter
-	out      *lineWriter
-	refusals chan []byte // answers to refused lines, with their line's end
+	lines     *lineReader
+	out       *lineWriter
+	refusals  chan []byte   // answers to refused lines, with their line's end; closed when the stream ends
+	done      chan struct{} // closed when the transport is
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	version string                  // the negotiated protocol version, from the answer to initialize
@@ -112,10 +133,9 @@ type stdioGuard struct {
 	batches map[jsonrpc.ID]*inBatch // open batches by the ids of their calls
 }
 
-// run reads lines until the stream ends (the SDK's transport then reads
-// its end) or the transport is closed.
-func (g *stdioGuard) run() {
-	defer close(g.refusals)
+// next reads lines until some are let through and returns them, each
+// with its line's end; it fails with what ends the stream.
+func (g *stdioGuard) next() ([]byte, error) {
 	for {
 		line, err := g.lines.next()
 		var tooLong *lineTooLongError
@@ -124,47 +144,60 @@ func (g *stdioGuard) run() {
 			g.refuse(tooLarge(tooLong.Limit, tooLong.Head))
 			continue
 		case err != nil:
-			_ = g.pipe.CloseWithError(err)
-			return
+			return nil, err
 		}
 		i := firstByte(line)
 		if i == len(line) {
 			continue // a blank line
 		}
-		var pass [][]byte
-		if line[i] == '[' {
-			pass, err = g.checkBatch(line)
-		} else {
-			err = g.check(line)
-			pass = [][]byte{line}
+		if line[i] != '[' {
+			if err := g.check(line); err != nil {
+				g.refuse(refusal(err))
+				continue
+			}
+			return append(line, '\n'), nil
 		}
+		pass, err := g.checkBatch(line)
 		if err != nil {
 			g.refuse(refusal(err))
 			continue
 		}
-		for _, p := range pass {
-			if _, err := g.pipe.Write(append(p, '\n')); err != nil {
-				return // the transport is closed
-			}
+		if len(pass) > 0 {
+			return append(bytes.Join(pass, []byte{'\n'}), '\n'), nil
 		}
 	}
 }
 
 // refuse answers a refused line.
-func (g *stdioGuard) refuse(e *messageError) {
-	g.refusals <- append(e.answer(), '\n')
+func (g *stdioGuard) refuse(e *messageError) { g.send(append(e.answer(), '\n')) }
+
+// send hands an answer of the guard's to writeRefusals (not once the
+// transport is closed).
+func (g *stdioGuard) send(answer []byte) {
+	select {
+	case g.refusals <- answer:
+	case <-g.done:
+	}
 }
 
 // writeRefusals writes the refusals apart from the reading, so that a
-// client that writes before it reads does not stop the guard (the SDK's
+// client that writes before it reads does not stop the reader (the SDK's
 // reader does not wait on the client either). After a failed write the
 // rest are dropped: the session is over.
 func (g *stdioGuard) writeRefusals() {
 	var failed bool
-	for answer := range g.refusals {
-		if !failed {
-			_, err := g.out.Write(answer)
-			failed = err != nil
+	for {
+		select {
+		case answer, ok := <-g.refusals:
+			if !ok {
+				return
+			}
+			if !failed {
+				_, err := g.out.Write(answer)
+				failed = err != nil
+			}
+		case <-g.done:
+			return
 		}
 	}
 }
@@ -228,29 +261,36 @@ func (g *stdioGuard) checkBatch(line []byte) ([][]byte, error) {
 		}
 		pass = append(pass, raw)
 	}
+	if err := g.openBatch(b); err != nil {
+		return nil, err
+	}
+	if b.left == 0 && len(b.refused) > 0 { // nothing waits for an answer: the refusals go out now
+		g.send(append(joinBatch(b.refused), '\n'))
+	}
+	return pass, nil
+}
+
+// openBatch records a batch whose calls are to be answered together.
+func (g *stdioGuard) openBatch(b *inBatch) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.version >= noBatchesFrom {
-		return nil, invalidRequest(jsonrpc.ID{}, "JSON-RPC batching is not supported in %s and later (the session's version: %s)", noBatchesFrom, g.version)
+		return invalidRequest(jsonrpc.ID{}, "JSON-RPC batching is not supported in %s and later (the session's version: %s)", noBatchesFrom, g.version)
 	}
 	for id := range b.index {
 		if _, seen := g.batches[id]; seen {
-			return nil, invalidRequest(jsonrpc.ID{}, "the batch reuses the id %v of a call not answered yet", id.Raw())
+			return invalidRequest(jsonrpc.ID{}, "the batch reuses the id %v of a call not answered yet", id.Raw())
 		}
 	}
-	if b.left = len(b.answers); b.left == 0 {
-		if len(b.refused) > 0 { // nothing waits for an answer: the refusals go out now
-			g.refusals <- append(joinBatch(b.refused), '\n')
+	if b.left = len(b.answers); b.left > 0 {
+		if g.batches == nil {
+			g.batches = map[jsonrpc.ID]*inBatch{}
 		}
-		return pass, nil
+		for id := range b.index {
+			g.batches[id] = b
+		}
 	}
-	if g.batches == nil {
-		g.batches = map[jsonrpc.ID]*inBatch{}
-	}
-	for id := range b.index {
-		g.batches[id] = b
-	}
-	return pass, nil
+	return nil
 }
 
 // joinBatch is the JSON array of encoded messages.

@@ -206,7 +206,7 @@ func TestStdioTransportTrailingData(t *testing.T) {
 
 // Every message that is not a JSON-RPC 2.0 message is answered with
 // JSON-RPC's error, and the session goes on: through the transport alone
-// and with the quick reads `serve` connects.
+// and through ConnectStdio, as `serve` connects it.
 func TestStdioTransportRefusesMalformed(t *testing.T) {
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
 	deepObject := `{"jsonrpc":"2.0","id":9,"method":"ping","params":` + strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000) + "}"
@@ -233,14 +233,14 @@ func TestStdioTransportRefusesMalformed(t *testing.T) {
 		{"too long", `{"jsonrpc":"2.0","id":"big","method":"ping","params":{"x":"` + strings.Repeat("a", 1<<20) + `"}}`, jsonrpc.CodeInvalidRequest, "big"},
 		{"too long, id last", `{"jsonrpc":"2.0","method":"ping","params":{"x":"` + strings.Repeat("a", 1<<20) + `"},"id":3}`, jsonrpc.CodeInvalidRequest, nil},
 	}
-	for _, quick := range []bool{false, true} {
-		t.Run(fmt.Sprint("quick=", quick), func(t *testing.T) {
+	for _, viaServer := range []bool{false, true} {
+		t.Run(fmt.Sprint("ConnectStdio=", viaServer), func(t *testing.T) {
 			e := newEnv(t, Options{}, service.Options{})
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
 			var ss *mcp.ServerSession
 			var err error
-			if quick {
+			if viaServer {
 				ss, err = e.srv.ConnectStdio(context.Background(), inR, outW)
 			} else {
 				ss, err = e.srv.MCP().Connect(context.Background(), &StdioTransport{Reader: inR, Writer: outW, MaxFrame: 1 << 20}, nil)
@@ -256,8 +256,8 @@ func TestStdioTransportRefusesMalformed(t *testing.T) {
 			}
 			r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			for i, tc := range cases {
-				if quick && strings.HasPrefix(tc.name, "too long") {
-					continue // the quick connection's limit is the default
+				if viaServer && strings.HasPrefix(tc.name, "too long") {
+					continue // ConnectStdio's limit is the default
 				}
 				r.send(tc.line)
 				r.expectError(tc.code, tc.id)
@@ -287,5 +287,50 @@ func TestStdioTransportRefusesMalformed(t *testing.T) {
 			}
 			r.ping(1000)
 		})
+	}
+}
+
+// What the guard refuses and what the SDK answers go out on one stream
+// from two writers: every line the client reads is one whole message, and
+// every call and every refused line is answered once.
+func TestStdioAnswersNeverInterleave(t *testing.T) {
+	r := rawInit(t, "2025-11-25")
+	const n = 200
+	go func() { // not r.send: no Fatal outside the test's goroutine
+		for i := range n {
+			if _, err := fmt.Fprintf(r.in, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/list\"}\nnot JSON, line %d\n", 1000+i, i); err != nil {
+				return // the test failed and closed the session
+			}
+		}
+	}()
+	answers, refusals := map[float64]bool{}, 0
+	for range 2 * n {
+		line, err := r.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			ID     any             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *jsonrpc.Error  `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("a line that is not one message (%v): %.200q", err, line)
+		}
+		switch {
+		case m.Error != nil && m.Error.Code == jsonrpc.CodeParseError && m.ID == nil:
+			refusals++
+		case m.Result != nil:
+			id, _ := m.ID.(float64)
+			if answers[id] {
+				t.Fatalf("call %v answered twice", m.ID)
+			}
+			answers[id] = true
+		default:
+			t.Fatalf("unexpected: %.200s", line)
+		}
+	}
+	if len(answers) != n || refusals != n {
+		t.Fatalf("%d answers and %d refusals, want %d each", len(answers), refusals, n)
 	}
 }

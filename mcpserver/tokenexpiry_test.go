@@ -10,7 +10,7 @@ import (
 )
 
 // TestExpiredTokenGetsAFreshOne: after a pause's token expired, run_get
-// (the quick read over stdio, whose view of a waiting run is kept) and
+// (over stdio, whose view of a waiting run is kept) and
 // run_resume hand out a fresh token that continues the run; the expired
 // token is refused with TOKEN_EXPIRED and a next step that works.
 func TestExpiredTokenGetsAFreshOne(t *testing.T) {

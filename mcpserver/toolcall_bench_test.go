@@ -14,8 +14,7 @@ import (
 
 // The server's share of a tool call, in process: the server behind real
 // pipes with the stdio transport `serve` uses, a go-sdk client at their
-// other ends. That client speaks the sessionless protocol (2026-07-28), so
-// every call takes the SDK's way, none the quick reads' (stdioinline.go).
+// other ends (it speaks the sessionless protocol, 2026-07-28).
 // The server's goroutines carry the label side=server, so a CPU profile
 // can leave the client out:
 //

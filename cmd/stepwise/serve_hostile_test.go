@@ -175,7 +175,7 @@ func TestServeStdioSurvivesHostileInput(t *testing.T) {
 		t.Errorf("peak RSS %d MB after a 100 MB line: it was held", after>>20)
 	}
 
-	// A quick read (answered on the transport's goroutine) still is.
+	// A call after it is still answered.
 	s.send(`{"jsonrpc":"2.0","id":300,"method":"tools/call","params":{"name":"run_list","arguments":{}}}`)
 	if msg := s.next(); msg["id"] != 300.0 || msg["result"] == nil {
 		t.Fatalf("run_list: %v", msg)
