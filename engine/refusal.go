@@ -73,13 +73,14 @@ func (e *Engine) RecordRefusal(ctx context.Context, runID string, seq int64, pro
 		r = Refusal{Seq: seq, Count: prev.Count + 1, Problem: problem}
 		data, _ := json.Marshal(r)
 		ev := store.Event{Type: EventPauseRefused, StepID: p.StepKey, At: e.now().UTC(), Data: data}
-		_, err = e.store.Commit(ctx, store.Commit{RunID: runID, Rev: run.Rev, EventSeq: run.EventSeq, Events: []store.Event{ev}})
+		res, err := e.store.Commit(ctx, store.Commit{RunID: runID, Rev: run.Rev, EventSeq: run.EventSeq, Events: []store.Event{ev}})
 		if errors.Is(err, store.ErrConflict) && attempt < 10 {
 			continue // the run moved: read it again
 		}
 		if err != nil {
 			return Refusal{}, false, err
 		}
+		e.publish(runID, run.Status, []store.Event{ev}, res.EventSeqs)
 		return r, true, nil
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,15 +78,9 @@ func (s *Server) asTask(ctx context.Context, runID string) (bool, error) {
 }
 
 // tasks serves the extension's methods from runs.
-type tasks struct {
-	s *Server
-	// pages are the secret pages opened for pauses (url elicitation), by
-	// runID/pause key, so that every poll offers the same page.
-	pagesMu sync.Mutex
-	pages   map[string]string
-}
+type tasks struct{ s *Server }
 
-func newTasks(s *Server) *tasks { return &tasks{s: s, pages: map[string]string{}} }
+func newTasks(s *Server) *tasks { return &tasks{s: s} }
 
 // Get implements mcptasks.Handler.
 func (t *tasks) Get(ctx context.Context, id string) (*mcptasks.DetailedTask, error) {
@@ -120,8 +113,7 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 	}
 	switch {
 	case v.Status == store.StatusSucceeded || v.Status == store.StatusFailed:
-		v, _ = t.s.withFailedSteps(ctx, v)
-		out, err := t.s.runResultPage(v, true, "", 0)
+		out, err := t.s.runResultPage(v, true, "", 0) // as run_get shapes it
 		if err != nil {
 			return nil, err
 		}
@@ -223,14 +215,7 @@ func (t *tasks) request(root string, p *engine.Pause, problem string) *mcp.Elici
 	}
 	if hasSecret(p) {
 		if t.s.opts.BaseURL != "" {
-			k := root + "/" + pauseKey(root, p)
-			t.pagesMu.Lock()
-			link, ok := t.pages[k]
-			if !ok {
-				_, link = t.s.secrets.open(p, t.s.opts.BaseURL)
-				t.pages[k] = link
-			}
-			t.pagesMu.Unlock()
+			_, link := t.s.secrets.open(p, t.s.opts.BaseURL) // the pause's page, made on its first read
 			return &mcp.ElicitParams{Mode: "url", URL: link, ElicitationID: pauseKey(root, p),
 				Message: "stepwise needs a secret for run " + p.RunID + ": " + p.Prompt + " Open the one-time page to type it; it goes straight to stepwise."}
 		}
@@ -373,4 +358,43 @@ func (t *tasks) Cancel(ctx context.Context, id string) error {
 		return err
 	}
 	return nil
+}
+
+// Watch implements mcptasks.Watcher: a task may have changed at each
+// event of its run (the engine's bus: this process's runs, and those of
+// other replicas it is told of). Events of a sub-workflow's run do not
+// count; its parent's do.
+func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID string)) {
+	byRun := map[string]string{}
+	for _, id := range taskIDs {
+		if runID, err := t.s.taskRun(id); err == nil {
+			byRun[runID] = id
+		}
+	}
+	if len(byRun) == 0 {
+		<-ctx.Done()
+		return
+	}
+	events, unsubscribe := t.s.svc.Engine.SubscribeWanting(64, func(runID string) bool { _, ok := byRun[runID]; return ok })
+	defer unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if id, mine := byRun[ev.RunID]; mine {
+				changed(id)
+			}
+		}
+	}
+}
+
+// TaskTransport wraps a transport of this server's sessions so that
+// subscriptions/listen carries notifications/tasks (mcptasks.WithNotifications):
+// for the transports whose connections the caller makes (stdio).
+func (s *Server) TaskTransport(t mcp.Transport) mcp.Transport {
+	return mcptasks.WithNotifications(t, s.tasks)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,12 +23,12 @@ import (
 // transports, each request with its own capabilities: with the Tasks
 // extension (declare) or without.
 type rawClient struct {
-	t    *testing.T
+	t    testing.TB
 	conn mcp.Connection
 	n    int
 }
 
-func connectRawTo(t *testing.T, srv *Server) *rawClient {
+func connectRawTo(t testing.TB, srv *Server) *rawClient {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(context.Background(), st, nil)
@@ -228,14 +230,18 @@ func TestTaskStartToCompleted(t *testing.T) {
 
 // TestTaskFailedRunIsCompletedWithError: a failed run is a completed task
 // whose result has isError, not a failed task.
+// With a retention, a finished task's ttlMs runs to its purge.
 func TestTaskFailedRunIsCompletedWithError(t *testing.T) {
-	e := newTaskEnv(t)
+	e := newEnv(t, Options{}, service.Options{Retention: time.Hour})
 	c := connectRawTo(t, e.srv)
 	id := c.start("run_start", map[string]any{"definition": "version: 1\nname: boom\nsteps:\n  - id: stop\n    fail: stopped on purpose\n"})
 	done := c.until(id, "completed", "")
 	res := done["result"].(map[string]any)
 	if res["isError"] != true || res["structuredContent"].(map[string]any)["status"] != "failed" {
 		t.Fatalf("a failed run's task: %v", done)
+	}
+	if ttl, _ := done["ttlMs"].(float64); ttl < float64(time.Hour.Milliseconds()) {
+		t.Fatalf("ttlMs of a finished run kept an hour: %v", done["ttlMs"])
 	}
 }
 
@@ -378,5 +384,140 @@ func TestTaskSecretQuestion(t *testing.T) {
 	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
 	if out["label"] != "green" || out["length"] != float64(len("s3cret-value")) || strings.Contains(toText(done), "s3cret-value") {
 		t.Fatalf("the vault's task: %v", done)
+	}
+}
+
+// TestTaskNotifications: over a transport wrapped by TaskTransport, a
+// listen for a run's task gets its state and its changes.
+func TestTaskNotifications(t *testing.T) {
+	e := newTaskEnv(t)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(st), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
+	c := &rawClient{t: t, conn: conn}
+	id := c.start("run_start", map[string]any{"workflow": "greet"})
+	c.until(id, "input_required", "name.1")
+
+	b, _ := json.Marshal(map[string]any{"notifications": map[string]any{"taskIds": []string{id}},
+		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
+	listenID, _ := jsonrpc.MakeID("listen")
+	if err := conn.Write(context.Background(), &jsonrpc.Request{ID: listenID, Method: "subscriptions/listen", Params: b}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	// nextTask reads up to the next notifications/tasks.
+	nextTask := func() map[string]any {
+		for {
+			m, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req, ok := m.(*jsonrpc.Request); ok && req.Method == mcptasks.NotificationStatus {
+				var p map[string]any
+				if err := json.Unmarshal(req.Params, &p); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+		}
+	}
+	first := nextTask()
+	if first["taskId"] != id || first["inputRequests"].(map[string]any)["name.1"] == nil {
+		t.Fatalf("the first notification: %v", first)
+	}
+	// The update's acknowledgement comes on the same connection: sent, not awaited.
+	up, _ := json.Marshal(map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "Ada"})},
+		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
+	upID, _ := jsonrpc.MakeID("update")
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: upID, Method: "tasks/update", Params: up}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n := nextTask()
+		if reqs, _ := n["inputRequests"].(map[string]any); reqs["write.2"] != nil {
+			break // the agent step's request, told without polling
+		}
+		if n["status"] != "working" && n["status"] != "input_required" {
+			t.Fatalf("unexpected notification: %v", n)
+		}
+	}
+}
+
+// TestTaskSecretPage: over HTTP a secret question's request is a url
+// elicitation of its one-time page, the same page at every poll; an
+// accepted response only says the person opened it, the value comes
+// through the page.
+func TestTaskSecretPage(t *testing.T) {
+	e, base, logs := httpEnv(t, HTTPOptions{})
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"workflow": "vault"})
+	got := c.until(id, "input_required", "password.1")
+	params := got["inputRequests"].(map[string]any)["password.1"].(map[string]any)["params"].(map[string]any)
+	link, _ := params["url"].(string)
+	if params["mode"] != "url" || !strings.HasPrefix(link, base+"/secrets/") {
+		t.Fatalf("a secret question's request over HTTP: %v", params)
+	}
+	again := c.ok("tasks/get", map[string]any{"taskId": id})
+	if again["inputRequests"].(map[string]any)["password.1"].(map[string]any)["params"].(map[string]any)["url"] != link {
+		t.Fatalf("a second poll offers another page: %v", again)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1": map[string]any{"action": "accept"}}})
+	if got := c.ok("tasks/get", map[string]any{"taskId": id}); got["inputRequests"].(map[string]any)["password.1"] == nil {
+		t.Fatalf("accepting the page moved the task: %v", got)
+	}
+	resp, err := http.PostForm(link, url.Values{"value": {"correct-horse"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c.until(id, "input_required", "label.2")
+	if strings.Contains(logs.String(), "correct-horse") {
+		t.Fatal("the secret reached the logs")
+	}
+}
+
+// TestTaskSubWorkflowQuestion: a sub-workflow's question is the top-level
+// task's input request, under a key of the child run's; a refusal is
+// recorded with the child and re-keys it; the answer finishes the task.
+func TestTaskSubWorkflowQuestion(t *testing.T) {
+	e := newTaskEnv(t)
+	lib := filepath.Join(e.svc.Home.Dir, "workflows")
+	for name, doc := range map[string]string{
+		"asking.yaml": "version: 1\nname: asking\nsteps:\n  - id: who\n    ask: {prompt: \"Who?\", type: string, pattern: '^[A-Z]'}\noutputs:\n  who: ${{ steps.who.answer }}\n",
+		"outer.yaml":  "version: 1\nname: outer\nsteps:\n  - id: call\n    workflow: asking\noutputs:\n  who: ${{ steps.call.output.who }}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(lib, name), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"workflow": "outer"})
+	var key string
+	for key == "" {
+		got := c.until(id, "input_required", "")
+		for k := range got["inputRequests"].(map[string]any) {
+			key = k
+		}
+	}
+	if !strings.HasSuffix(key, ".who.1") || key == "who.1" {
+		t.Fatalf("a child's question's key: %q", key)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer(map[string]any{"value": "ada"})}})
+	got := c.ok("tasks/get", map[string]any{"taskId": id})
+	if got["inputRequests"].(map[string]any)[key+".r1"] == nil {
+		t.Fatalf("after a refused answer to the child's question: %v", got)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key + ".r1": answer(map[string]any{"value": "Ada"})}})
+	done := c.until(id, "completed", "")
+	if done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)["who"] != "Ada" {
+		t.Fatalf("the task: %v", done)
 	}
 }

@@ -18,9 +18,25 @@ import (
 // jobs is a toy application: a tool call becomes a job that asks one
 // question ("name") and completes with a greeting.
 type jobs struct {
-	mu    sync.Mutex
-	tasks map[string]*mcptasks.DetailedTask
-	n     int
+	mu       sync.Mutex
+	tasks    map[string]*mcptasks.DetailedTask
+	n        int
+	watchers []func(string)
+}
+
+// Watch implements mcptasks.Watcher.
+func (j *jobs) Watch(ctx context.Context, ids []string, changed func(string)) {
+	j.mu.Lock()
+	j.watchers = append(j.watchers, changed)
+	j.mu.Unlock()
+	<-ctx.Done()
+}
+
+// changed tells the watchers; j.mu is held.
+func (j *jobs) changed(id string) {
+	for _, w := range j.watchers {
+		go w(id)
+	}
 }
 
 func (j *jobs) Get(_ context.Context, id string) (*mcptasks.DetailedTask, error) {
@@ -47,6 +63,7 @@ func (j *jobs) Update(_ context.Context, id string, rs mcp.InputResponseMap) err
 	}
 	t.Status, t.InputRequests = mcptasks.Completed, nil
 	t.Result = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Hello, %v!", er.Content["name"])}}}
+	j.changed(id)
 	return nil
 }
 
@@ -93,15 +110,24 @@ func newServer(t *testing.T) (*mcp.Server, *jobs) {
 // raw is a JSON-RPC client speaking 2026-07-28 requests on an in-memory
 // transport: every request carries its own capabilities.
 type raw struct {
-	t    *testing.T
-	conn mcp.Connection
-	n    int
+	t     *testing.T
+	conn  mcp.Connection
+	n     int
+	other []jsonrpc.Message // messages read while waiting for a response
 }
 
-func connectRaw(t *testing.T, s *mcp.Server) *raw {
+func connectRaw(t *testing.T, s *mcp.Server) *raw { return connectRawOver(t, s, nil) }
+
+// connectRawOver connects through wrap(the server's transport) when wrap
+// is not nil.
+func connectRawOver(t *testing.T, s *mcp.Server, wrap func(mcp.Transport) mcp.Transport) *raw {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
+	var server mcp.Transport = st
+	if wrap != nil {
+		server = wrap(st)
+	}
+	ss, err := s.Connect(context.Background(), server, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +142,13 @@ func connectRaw(t *testing.T, s *mcp.Server) *raw {
 // call sends method with params (a map; _meta added) and returns the
 // result or the error.
 func (r *raw) call(method string, params map[string]any, declare bool) (map[string]any, *jsonrpc.Error) {
+	r.t.Helper()
+	id := r.send(method, params, declare)
+	return r.await(method, id)
+}
+
+// send writes a request and returns its id.
+func (r *raw) send(method string, params map[string]any, declare bool) jsonrpc.ID {
 	r.t.Helper()
 	caps := map[string]any{}
 	if declare {
@@ -140,6 +173,14 @@ func (r *raw) call(method string, params map[string]any, declare bool) (map[stri
 	if err := r.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: b}); err != nil {
 		r.t.Fatal(err)
 	}
+	return id
+}
+
+// await reads up to the response to id, keeping what else comes.
+func (r *raw) await(method string, id jsonrpc.ID) (map[string]any, *jsonrpc.Error) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for {
 		msg, err := r.conn.Read(ctx)
 		if err != nil {
@@ -147,7 +188,8 @@ func (r *raw) call(method string, params map[string]any, declare bool) (map[stri
 		}
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok || resp.ID != id {
-			continue // a notification
+			r.other = append(r.other, msg)
+			continue
 		}
 		if resp.Error != nil {
 			var we *jsonrpc.Error
@@ -256,39 +298,46 @@ func TestUnknownTask(t *testing.T) {
 }
 
 // TestGoSDKClient drives a task from the go-sdk's own client: the
-// extension is advertised in server/discover, the client's declaration
-// travels in each request's _meta, tasks/get through CallCustomMethod.
+// extension is advertised (server/discover, or initialize), the client's
+// declaration travels in each request's _meta (2026-07-28) or in its
+// session's initialize (2025-11-25), tasks/get through CallCustomMethod.
 func TestGoSDKClient(t *testing.T) {
-	s, _ := newServer(t)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	caps := &mcp.ClientCapabilities{}
-	caps.AddExtension(mcptasks.Extension, map[string]any{})
-	client := mcp.NewClient(&mcp.Implementation{Name: "go", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
-	if err := mcp.AddSendingCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](client, mcptasks.MethodGet); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if _, ok := cs.InitializeResult().Capabilities.Extensions[mcptasks.Extension]; !ok {
-		t.Fatalf("the extension is not advertised: %+v", cs.InitializeResult().Capabilities)
-	}
-	// The go-sdk client has no task support: its CallTool sees no content.
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hello"}); err != nil {
-		t.Logf("CallTool of a task: %v", err)
-	}
-	got, err := mcp.CallCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](context.Background(), cs, mcptasks.MethodGet, &mcptasks.GetParams{TaskID: "job-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != mcptasks.InputRequired || got.InputRequests["name"] == nil {
-		t.Fatalf("tasks/get: %+v", got)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			s, j := newServer(t)
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := s.Connect(context.Background(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ss.Close()
+			caps := &mcp.ClientCapabilities{}
+			caps.AddExtension(mcptasks.Extension, map[string]any{})
+			client := mcp.NewClient(&mcp.Implementation{Name: "go", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+			if err := mcp.AddSendingCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](client, mcptasks.MethodGet); err != nil {
+				t.Fatal(err)
+			}
+			cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if _, ok := cs.InitializeResult().Capabilities.Extensions[mcptasks.Extension]; !ok {
+				t.Fatalf("the extension is not advertised: %+v", cs.InitializeResult().Capabilities)
+			}
+			// The go-sdk client has no task support: its CallTool sees a
+			// result without content, but the task was made.
+			_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hello"})
+			if len(j.tasks) != 1 {
+				t.Fatalf("the declaring client's call made %d tasks", len(j.tasks))
+			}
+			got, err := mcp.CallCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](context.Background(), cs, mcptasks.MethodGet, &mcptasks.GetParams{TaskID: "job-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != mcptasks.InputRequired || got.InputRequests["name"] == nil {
+				t.Fatalf("tasks/get: %+v", got)
+			}
+		})
 	}
 }
