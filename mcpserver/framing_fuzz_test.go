@@ -12,7 +12,9 @@ import (
 // lines within the limit (the stream itself rebuilt from them when none
 // was too long), and every line the decoder refuses gets a JSON-RPC error
 // answer: a JSON object with "jsonrpc":"2.0", an id (null when unknown)
-// and the code -32700 or -32600.
+// and the code -32700 or -32600. The stdio guard, over the same bytes,
+// lets through only lines that are JSON-RPC messages within the limit,
+// and answers what it refuses with such errors (a batch's, in an array).
 func FuzzStdioFraming(f *testing.F) {
 	for _, seed := range []string{
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
@@ -61,7 +63,47 @@ func FuzzStdioFraming(f *testing.F) {
 				t.Fatalf("lines %q do not rebuild the stream %q", got, want)
 			}
 		}
+		guardStream(t, data, max)
 	})
+}
+
+// guardStream runs the stdio guard over data and checks what it lets
+// through and what it answers.
+func guardStream(t *testing.T, data []byte, max int) {
+	g := &stdioGuard{lines: newLineReader(bytes.NewReader(data), max),
+		refusals: make(chan []byte, len(data)+2), done: make(chan struct{})}
+	for range len(data) + 2 {
+		passed, err := g.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading from memory: %v", err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSuffix(passed, []byte("\n")), []byte("\n")) {
+			if len(line) > max {
+				t.Fatalf("let through a line of %d bytes over the limit %d", len(line), max)
+			}
+			if _, err := decodeMessage(line); err != nil {
+				t.Fatalf("let through %q: %v", line, err)
+			}
+		}
+	}
+	close(g.refusals)
+	for answer := range g.refusals {
+		answer = bytes.TrimSuffix(answer, []byte("\n"))
+		if len(answer) > 0 && answer[0] == '[' {
+			var parts []json.RawMessage
+			if err := json.Unmarshal(answer, &parts); err != nil || len(parts) == 0 {
+				t.Fatalf("a batch's refusals: %s (%v)", answer, err)
+			}
+			for _, p := range parts {
+				checkAnswer(t, p)
+			}
+			continue
+		}
+		checkAnswer(t, answer)
+	}
 }
 
 func checkAnswer(t *testing.T, answer []byte) {

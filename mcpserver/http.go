@@ -179,8 +179,8 @@ func (s *Server) EndHTTPSessions() {
 // (by the request's header), as the SDK would refuse it.
 func bodyGuard(limit int, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
-			next.ServeHTTP(w, r)
+		if r.Method != http.MethodPost || r.Body == nil || foreignHost(r) {
+			next.ServeHTTP(w, r) // the SDK refuses a foreign Host before anything is read
 			return
 		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -207,6 +207,13 @@ func bodyGuard(limit int, next http.Handler) http.Handler {
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// foreignHost reports whether r came to a loopback address under a Host
+// that is not a loopback name: what the SDK refuses against DNS rebinding.
+func foreignHost(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && IsLoopback(local.String()) && !IsLoopback(r.Host)
 }
 
 // writeRefusal answers a POST whose message was refused.

@@ -152,6 +152,7 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 		id                 any   // its id
 	}{
 		{"foreign Host on loopback", http.MethodPost, ping, map[string]string{"Host": "evil.example"}, http.StatusForbidden, 0, nil},
+		{"foreign Host on loopback, malformed", http.MethodPost, `{"jsonrpc":`, map[string]string{"Host": "evil.example"}, http.StatusForbidden, 0, nil},
 		{"not JSON", http.MethodPost, ping, map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType, 0, nil},
 		{"no event streams accepted", http.MethodPost, ping, map[string]string{"Accept": "application/json"}, http.StatusBadRequest, 0, nil},
 		{"unknown protocol version", http.MethodPost, ping, map[string]string{headerProtocol: "1999-01-01"}, http.StatusBadRequest, 0, nil},
@@ -166,6 +167,9 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 		{"empty", http.MethodPost, "", nil, http.StatusBadRequest, parse, nil},
 		{"empty batch", http.MethodPost, "[]", nil, http.StatusBadRequest, invalid, nil},
 		{"batch in 2025-06-18", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: "2025-06-18"}, http.StatusBadRequest, invalid, nil},
+		{"malformed, stateless", http.MethodPost, `{"jsonrpc":`, map[string]string{headerProtocol: statelessProtocol, headerSession: ""}, http.StatusBadRequest, parse, nil},
+		{"batch, stateless", http.MethodPost, "[" + ping + "]", map[string]string{headerProtocol: statelessProtocol, headerSession: ""}, http.StatusBadRequest, invalid, nil},
+		{"too large, stateless", http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"` + strings.Repeat("a", DefaultMaxMessageBytes) + `"}}`, map[string]string{headerProtocol: statelessProtocol, headerSession: ""}, http.StatusRequestEntityTooLarge, invalid, 5},
 		{"too large", http.MethodPost, `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":"` + strings.Repeat("a", DefaultMaxMessageBytes) + `"}}`, nil, http.StatusRequestEntityTooLarge, invalid, 4},
 		{"GET without a session", http.MethodGet, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
 		{"DELETE without a session", http.MethodDelete, "", map[string]string{headerSession: ""}, http.StatusBadRequest, 0, nil},
@@ -338,10 +342,16 @@ func streamEnds(t *testing.T, res *http.Response) {
 	}
 }
 
-// TestHTTPGoSDKClient: the go-sdk's client, which opens with SEP-2575's
-// server/discover and falls back to initialize, works against the
-// transport, progress notifications included.
+// TestHTTPGoSDKClient: the go-sdk's client works against the handler at
+// 2026-07-28 (its default: server/discover, stateless) and at 2025-11-25
+// (a session), progress notifications included.
 func TestHTTPGoSDKClient(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) { goSDKClient(t, version) })
+	}
+}
+
+func goSDKClient(t *testing.T, version string) {
 	c := serveHTTPTest(t, HTTPOptions{})
 	ctx := context.Background()
 	progress := make(chan string, 16)
@@ -349,11 +359,14 @@ func TestHTTPGoSDKClient(t *testing.T) {
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			progress <- r.Params.Message
 		}})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("negotiated %s", got)
+	}
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil || len(tools.Tools) == 0 {
 		t.Fatalf("tools/list: %v", err)
@@ -379,28 +392,36 @@ func TestHTTPGoSDKClient(t *testing.T) {
 }
 
 // TestHTTPElicitationDuringACall: a question the server asks the person
-// during a call reaches the go-sdk client, and its answer (a POST of its
-// own) reaches the waiting call. (Which stream carries it is
-// TestHTTPProgressOnTheCallStream's concern: this client also listens on
-// the GET stream.)
+// during a call reaches the go-sdk client, and its answer reaches the
+// waiting call: at 2026-07-28 (stateless) through the retried call
+// (MRTR), at 2025-11-25 (a session) as the server's own request, answered
+// with a POST of its own. (Which stream carries it is
+// TestHTTPProgressOnTheCallStream's concern.)
 func TestHTTPElicitationDuringACall(t *testing.T) {
-	c := serveHTTPTest(t, HTTPOptions{})
-	asked := 0
-	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked++
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
-		}})
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: c.url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	var deleted struct {
-		Name string `json:"name"`
-	}
-	if isError := call(t, cs, "workflow_delete", map[string]any{"name": "greet"}, &deleted); isError || deleted.Name != "greet" || asked != 1 {
-		t.Fatalf("workflow_delete: error %v, %+v, asked %d times", isError, deleted, asked)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			c := serveHTTPTest(t, HTTPOptions{})
+			asked := 0
+			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				}})
+			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: c.url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if stateful := cs.ID() != ""; stateful != (version < statelessProtocol) || cs.InitializeResult().ProtocolVersion != version {
+				t.Fatalf("at %s: a session %v, protocol %s", version, stateful, cs.InitializeResult().ProtocolVersion)
+			}
+			var deleted struct {
+				Name string `json:"name"`
+			}
+			if isError := call(t, cs, "workflow_delete", map[string]any{"name": "greet"}, &deleted); isError || deleted.Name != "greet" || asked != 1 {
+				t.Fatalf("workflow_delete: error %v, %+v, asked %d times", isError, deleted, asked)
+			}
+		})
 	}
 }
 

@@ -16,7 +16,16 @@ import (
 	"stepwise.dev/stepwise/service"
 )
 
+// TestSubscriptionProgressAndLogs: over every transport, a run resource
+// subscribed to is updated, progress notifications reach the client, and
+// so do MCP log messages.
 func TestSubscriptionProgressAndLogs(t *testing.T) {
+	for _, via := range transports {
+		t.Run(via, func(t *testing.T) { subscriptionProgressAndLogs(t, via) })
+	}
+}
+
+func subscriptionProgressAndLogs(t *testing.T, via string) {
 	sl := NewSessionLog()
 	e := newEnv(t, Options{}, service.Options{Logger: slog.New(sl)})
 	sl.Attach(e.srv)
@@ -25,7 +34,7 @@ func TestSubscriptionProgressAndLogs(t *testing.T) {
 	var updated []string
 	var logs []string
 	progress := make(chan *mcp.ProgressNotificationParams, 16)
-	cs := e.connect(&mcp.ClientOptions{
+	cs := connectVia(t, e.srv, via, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			mu.Lock()
 			updated = append(updated, r.Params.URI)
@@ -39,7 +48,10 @@ func TestSubscriptionProgressAndLogs(t *testing.T) {
 		},
 	})
 	ctx := context.Background()
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	logged := "Hello, Ada"
+	if !pings(via) {
+		logged = "" // no logging/setLevel, so no log messages
+	} else if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
 	var run RunResult
@@ -77,7 +89,7 @@ func TestSubscriptionProgressAndLogs(t *testing.T) {
 	waitFor(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(updated) > 0 && strings.Contains(strings.Join(logs, "\n"), "Hello, Ada")
+		return len(updated) > 0 && strings.Contains(strings.Join(logs, "\n"), logged)
 	}, "a resources/updated notification and the log step's message", func() string {
 		mu.Lock()
 		defer mu.Unlock()

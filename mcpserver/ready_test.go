@@ -22,18 +22,19 @@ import (
 // (statelessly) unless told 2025-11-25 (a session).
 var transports = []string{"memory", "stdio", "http", "http-2025-11-25"}
 
-// pings reports whether a client over via can ping: the go-sdk client
-// (v1.8.0) sends ping in the stateless protocol without the _meta the
-// protocol asks of every request, and the server refuses it.
+// pings reports whether the go-sdk client's ping and logging/setLevel
+// reach the server over via: the client (v1.8.0) sends them in the
+// stateless protocol without the _meta the protocol asks of every
+// request, which the SDK's HTTP handler refuses.
 func pings(via string) bool { return via != "http" }
 
 // connectVia connects a go-sdk client to srv over one of transports.
-func connectVia(t *testing.T, srv *Server, via string) *mcp.ClientSession {
+func connectVia(t *testing.T, srv *Server, via string, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	var ct mcp.Transport
 	switch via {
 	case "memory":
-		return connectServer(t, srv, nil)
+		return connectServer(t, srv, copts)
 	case "stdio":
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
@@ -52,7 +53,7 @@ func connectVia(t *testing.T, srv *Server, via string) *mcp.ClientSession {
 	if version, ok := strings.CutPrefix(via, "http-"); ok {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, opts)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts).Connect(context.Background(), ct, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func connectVia(t *testing.T, srv *Server, via string) *mcp.ClientSession {
 // succeed before the server has a service.
 func connectUnattached(t *testing.T, srv *Server, via string) *mcp.ClientSession {
 	t.Helper()
-	cs := connectVia(t, srv, via)
+	cs := connectVia(t, srv, via, nil)
 	if !pings(via) {
 		return cs
 	}

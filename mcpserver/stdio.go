@@ -24,9 +24,9 @@ import (
 // not a JSON-RPC 2.0 message (decodeMessage) is answered with JSON-RPC's
 // error (rpcrefuse.go); a batch the SDK would end the session for (from
 // 2025-06-18 on, an id twice, the id of a call of an earlier batch still
-// unanswered) is refused the same way; the guard keeps batches itself
-// (see checkBatch). In each case the session goes on.
-// Every line the guard lets through reaches the SDK unchanged. Refusals
+// unanswered) is refused the same way. In each case the session goes on.
+// Every message the guard lets through reaches the SDK unchanged, a line
+// of its own (the guard keeps batches itself: see checkBatch). Refusals
 // and the SDK's messages are written whole, one at a time, so that they
 // never interleave within a line.
 type StdioTransport struct {
