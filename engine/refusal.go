@@ -20,9 +20,10 @@ type Refusal struct {
 	Problem string `json:"problem,omitempty"`
 }
 
-// Refusal returns the refusals of the run's pause seq: what the run's last
-// event says, when it is that pause's refusal (a run waits on a pause with
-// no other event after it), else none.
+// Refusal returns the refusals of the run's open pause seq: the latest
+// refusal event of that pause, searched from the run's last event back to
+// the event that opened the pause (a few events, unless other branches of
+// the run went on meanwhile).
 func (e *Engine) Refusal(ctx context.Context, runID string, seq int64) (Refusal, error) {
 	run, err := e.store.GetRun(ctx, runID)
 	if err != nil {
@@ -31,20 +32,37 @@ func (e *Engine) Refusal(ctx context.Context, runID string, seq int64) (Refusal,
 	return e.lastRefusal(ctx, run, seq)
 }
 
+// refusalPage is how many events lastRefusal reads at a time.
+const refusalPage = 32
+
 func (e *Engine) lastRefusal(ctx context.Context, run store.Run, seq int64) (Refusal, error) {
 	none := Refusal{Seq: seq}
-	if run.EventSeq == 0 || run.Status != store.StatusWaiting {
+	if run.Status != store.StatusWaiting {
 		return none, nil
 	}
-	evs, err := e.store.Events(ctx, run.ID, run.EventSeq-1, 1)
-	if err != nil || len(evs) == 0 || evs[0].Type != EventPauseRefused {
-		return none, err
+	for hi := run.EventSeq; hi > 0; hi -= refusalPage {
+		evs, err := e.store.Events(ctx, run.ID, max(hi-refusalPage, 0), int(min(hi, refusalPage)))
+		if err != nil {
+			return none, err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			var data struct {
+				Seq int64 `json:"seq"`
+			}
+			switch evs[i].Type {
+			case EventPauseRefused:
+				var r Refusal
+				if json.Unmarshal(evs[i].Data, &r) == nil && r.Seq == seq {
+					return r, nil
+				}
+			case EventRunPaused:
+				if json.Unmarshal(evs[i].Data, &data) == nil && data.Seq == seq {
+					return none, nil // the pause's opening: no refusal after it
+				}
+			}
+		}
 	}
-	var r Refusal
-	if json.Unmarshal(evs[0].Data, &r) != nil || r.Seq != seq {
-		return none, nil
-	}
-	return r, nil
+	return none, nil
 }
 
 // RecordRefusal records one more refused answer of the open pause seq of

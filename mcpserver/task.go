@@ -6,15 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/mcptasks"
-	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -95,7 +94,15 @@ func (t *tasks) Get(ctx context.Context, id string) (*mcptasks.DetailedTask, err
 // input_required, succeeded or failed → completed with run_get's result,
 // canceled → cancelled.
 func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, error) {
-	v, err := t.s.svc.GetRun(ctx, runID)
+	// The brief view first: a running run's steps, which may be many, are
+	// read only once it finished (for run_get's result).
+	v, err := t.s.svc.GetRunBrief(ctx, runID)
+	if err == nil {
+		switch v.Status {
+		case store.StatusSucceeded, store.StatusFailed, store.StatusWaiting:
+			v, err = t.s.svc.GetRun(ctx, runID) // as run_get reads it (a sub-workflow's pause too)
+		}
+	}
 	if err != nil {
 		var ee *engine.Error
 		if errors.As(err, &ee) && ee.Code == engine.CodeRunNotFound {
@@ -129,32 +136,49 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 			d.StatusMessage = out.Error.Message
 		}
 	case v.Status == store.StatusWaiting && v.Pause != nil:
-		key, r, err := t.key(ctx, runID, v.Pause)
+		ps, err := t.s.svc.OpenPauses(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
+		if len(ps) == 0 { // answered since the view was read
+			ps = []engine.Pause{*v.Pause}
+		}
 		d.Status = mcptasks.InputRequired
-		d.InputRequests = mcp.InputRequestMap{key: t.request(runID, v.Pause, r.Problem)}
-		d.StatusMessage = waitingMessage(v.Pause, r.Problem)
+		d.InputRequests = mcp.InputRequestMap{}
+		var msgs []string
+		for i := range ps {
+			key, r, err := t.key(ctx, runID, &ps[i])
+			if err != nil {
+				return nil, err
+			}
+			d.InputRequests[key] = t.request(runID, &ps[i], r.Problem)
+			msgs = append(msgs, waitingMessage(&ps[i], r.Problem))
+		}
+		d.StatusMessage = strings.Join(msgs, "; ")
 	case v.Status == store.StatusPaused:
 		d.StatusMessage = "held (run_pause): it takes no step until run_resume"
 	default:
-		d.StatusMessage = runningMessage(v)
+		ev, err := t.s.svc.LastEvent(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		d.StatusMessage = runningMessage(ev)
 	}
 	return d, nil
 }
 
-// runningMessage says where a running run is: after which step.
-func runningMessage(v *service.RunView) string {
-	if len(v.Steps) == 0 {
-		return "running: starting"
+// runningMessage says where a running run is, from its last event: the
+// step it runs, or the one it finished last.
+func runningMessage(ev store.Event) string {
+	switch {
+	case ev.StepID == "":
+		return "running"
+	case ev.Type == engine.EventStepStarted:
+		return "running step " + ev.StepID
+	case strings.HasPrefix(ev.Type, "step."):
+		return "running: step " + ev.StepID + " " + strings.TrimPrefix(ev.Type, "step.")
 	}
-	last := v.Steps[len(v.Steps)-1]
-	id := last.ID
-	if last.Key != "" {
-		id = last.Key
-	}
-	return fmt.Sprintf("running: %d steps done, the last %s (%s)", len(v.Steps), id, last.Status)
+	return "running: " + ev.Type + " at step " + ev.StepID
 }
 
 func waitingMessage(p *engine.Pause, problem string) string {
@@ -266,16 +290,16 @@ func answerOf(p *engine.Pause, content map[string]any) any {
 	return v
 }
 
-// Update implements mcptasks.Handler: the response to the open pause's
-// current key answers it, validated as run_continue validates; other keys
-// are ignored. A refused answer (or a declined or canceled elicitation)
+// Update implements mcptasks.Handler: the response under an open pause's
+// current key answers it, validated as run_continue validates (every open
+// pause, those of parallel branches too); other keys are ignored. A refused answer (or a declined or canceled elicitation)
 // leaves the pause open, offered again under a new key.
 func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputResponseMap) error {
 	runID, err := t.s.taskRun(id)
 	if err != nil {
 		return err
 	}
-	v, err := t.s.svc.GetRun(ctx, runID) // as Get reads it: the same pause, the same key
+	ps, err := t.s.svc.OpenPauses(ctx, runID)
 	if err != nil {
 		var ee *engine.Error
 		if errors.As(err, &ee) && ee.Code == engine.CodeRunNotFound {
@@ -283,10 +307,17 @@ func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputRespon
 		}
 		return err
 	}
-	if v.Status != store.StatusWaiting || v.Pause == nil {
-		return nil // nothing outstanding
+	for i := range ps {
+		if err := t.answer(ctx, runID, &ps[i], responses); err != nil {
+			return err
+		}
 	}
-	p := v.Pause
+	return nil
+}
+
+// answer answers the pause p of the task's run with its response, if
+// responses has one under the pause's current key.
+func (t *tasks) answer(ctx context.Context, runID string, p *engine.Pause, responses mcp.InputResponseMap) error {
 	key, _, err := t.key(ctx, runID, p)
 	if err != nil {
 		return err
@@ -360,23 +391,39 @@ func (t *tasks) Cancel(ctx context.Context, id string) error {
 	return nil
 }
 
-// Watch implements mcptasks.Watcher: a task may have changed at each
-// event of its run (the engine's bus: this process's runs, and those of
-// other replicas it is told of). Events of a sub-workflow's run do not
-// count; its parent's do.
+// Watch implements mcptasks.Watcher: once subscribed, every task's state
+// is told, then a task may have changed at each event of its run or of
+// its sub-workflow runs (the engine's bus: this
+// process's runs, and those of other replicas it is told of).
 func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID string)) {
-	byRun := map[string]string{}
+	var mu sync.Mutex
+	byRun := map[string]string{} // run (the task's, or a sub-workflow's) → task id
 	for _, id := range taskIDs {
-		if runID, err := t.s.taskRun(id); err == nil {
-			byRun[runID] = id
+		runID, err := t.s.taskRun(id)
+		if err != nil {
+			continue
+		}
+		byRun[runID] = id
+		kids, _ := t.s.svc.Children(ctx, runID) // none known: the parent's events still tell
+		for _, k := range kids {
+			byRun[k] = id
 		}
 	}
 	if len(byRun) == 0 {
 		<-ctx.Done()
 		return
 	}
-	events, unsubscribe := t.s.svc.Engine.SubscribeWanting(64, func(runID string) bool { _, ok := byRun[runID]; return ok })
+	task := func(runID string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		id, ok := byRun[runID]
+		return id, ok
+	}
+	events, unsubscribe := t.s.svc.Engine.SubscribeWanting(64, func(runID string) bool { _, ok := task(runID); return ok })
 	defer unsubscribe()
+	for _, id := range taskIDs { // watched from here on: their state now
+		changed(id)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -385,9 +432,21 @@ func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID
 			if !ok {
 				return
 			}
-			if id, mine := byRun[ev.RunID]; mine {
-				changed(id)
+			id, mine := task(ev.RunID)
+			if !mine {
+				continue
 			}
+			if ev.Type == engine.EventChildStarted {
+				var data struct {
+					Child string `json:"child_run_id"`
+				}
+				if json.Unmarshal(ev.Data, &data) == nil && data.Child != "" {
+					mu.Lock()
+					byRun[data.Child] = id
+					mu.Unlock()
+				}
+			}
+			changed(id)
 		}
 	}
 }

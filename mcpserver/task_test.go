@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -379,6 +380,9 @@ func TestTaskSecretQuestion(t *testing.T) {
 	}
 	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1.r1": answer(map[string]any{"value": "$STEPWISE_TASK_TEST_SECRET"})}})
 	got = c.until(id, "input_required", "label.2")
+	if !strings.Contains(toText(got["inputRequests"]), `"enum":["red","green"]`) {
+		t.Errorf("the choice question's form: %v", got["inputRequests"])
+	}
 	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"label.2": answer(map[string]any{"value": "green"})}})
 	done := c.until(id, "completed", "")
 	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
@@ -389,14 +393,26 @@ func TestTaskSecretQuestion(t *testing.T) {
 
 // TestTaskNotifications: over a transport wrapped by TaskTransport, a
 // listen for a run's task gets its state and its changes.
+// Over stdio too: the StdioTransport that serve uses, wrapped.
 func TestTaskNotifications(t *testing.T) {
-	e := newTaskEnv(t)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(st), nil)
+	t.Run("memory", func(t *testing.T) {
+		ct, st := mcp.NewInMemoryTransports()
+		testTaskNotifications(t, newTaskEnv(t), st, ct)
+	})
+	t.Run("stdio", func(t *testing.T) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		t.Cleanup(func() { _ = inW.Close(); _ = outR.Close() })
+		testTaskNotifications(t, newTaskEnv(t), &StdioTransport{Reader: inR, Writer: outW}, &mcp.IOTransport{Reader: outR, Writer: inW})
+	})
+}
+
+func testTaskNotifications(t *testing.T, e *env, server, client mcp.Transport) {
+	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(server), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := ct.Connect(context.Background())
+	conn, err := client.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,5 +535,135 @@ func TestTaskSubWorkflowQuestion(t *testing.T) {
 	done := c.until(id, "completed", "")
 	if done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)["who"] != "Ada" {
 		t.Fatalf("the task: %v", done)
+	}
+}
+
+// TestTaskWorkingSaysTheStep: a running run is a working task whose
+// statusMessage names the step it is at; canceling it ends the task.
+func TestTaskWorkingSaysTheStep(t *testing.T) {
+	e := newTaskEnv(t)
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"definition": "version: 1\nname: nap\nsteps:\n  - id: first\n    uses: log\n    with: {message: hi}\n  - id: nap\n    sleep: 1h\n"})
+	deadline := time.Now().Add(time.Minute) // a hang guard
+	for {
+		got := c.ok("tasks/get", map[string]any{"taskId": id})
+		if got["status"] != "working" {
+			t.Fatalf("a sleeping run's task: %v", got)
+		}
+		if msg, _ := got["statusMessage"].(string); strings.Contains(msg, "nap") {
+			t.Logf("statusMessage: %s", msg)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the statusMessage never named the step nap: %v", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.ok("tasks/cancel", map[string]any{"taskId": id})
+	c.until(id, "cancelled", "")
+}
+
+// TestTaskParallelQuestions: the questions of parallel branches are all
+// outstanding together, each under its own key; refusing one re-keys that
+// one only, even after the other was answered.
+func TestTaskParallelQuestions(t *testing.T) {
+	e := newTaskEnv(t)
+	c := connectRawTo(t, e.srv)
+	id := c.start("run_start", map[string]any{"definition": "version: 1\nname: both\nsteps:\n  - id: group\n    parallel:\n      - {id: a, ask: {prompt: \"A?\", type: string, pattern: '^[A-Z]'}}\n      - {id: b, ask: {prompt: \"B?\", type: string}}\noutputs:\n  a: ${{ steps.a.answer }}\n  b: ${{ steps.b.answer }}\n"})
+	var keys []string
+	for len(keys) < 2 {
+		keys = keys[:0]
+		for k := range c.until(id, "input_required", "")["inputRequests"].(map[string]any) {
+			keys = append(keys, k)
+		}
+	}
+	var ka, kb string
+	for _, k := range keys {
+		switch {
+		case strings.HasPrefix(k, "a."):
+			ka = k
+		case strings.HasPrefix(k, "b."):
+			kb = k
+		}
+	}
+	if ka == "" || kb == "" {
+		t.Fatalf("keys %v", keys)
+	}
+	// a refused and b answered in one update.
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		ka: answer(map[string]any{"value": "lower"}), kb: answer(map[string]any{"value": "bee"})}})
+	got := c.until(id, "input_required", ka+".r1")
+	if reqs := got["inputRequests"].(map[string]any); len(reqs) != 1 {
+		t.Fatalf("after a refused and an answered question: %v", reqs)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{ka + ".r1": answer(map[string]any{"value": "Aye"})}})
+	done := c.until(id, "completed", "")
+	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
+	if out["a"] != "Aye" || out["b"] != "bee" {
+		t.Fatalf("outputs %v", out)
+	}
+}
+
+// TestTaskNotificationsOfSubWorkflow: a refusal recorded with a
+// sub-workflow's run is told to the top-level task's listener.
+func TestTaskNotificationsOfSubWorkflow(t *testing.T) {
+	e := newTaskEnv(t)
+	lib := filepath.Join(e.svc.Home.Dir, "workflows")
+	for name, doc := range map[string]string{
+		"asking.yaml": "version: 1\nname: asking\nsteps:\n  - id: who\n    ask: {prompt: \"Who?\", type: string, pattern: '^[A-Z]'}\n",
+		"outer.yaml":  "version: 1\nname: outer\nsteps:\n  - id: call\n    workflow: asking\n",
+	} {
+		if err := os.WriteFile(filepath.Join(lib, name), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(context.Background(), e.srv.TaskTransport(st), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
+	c := &rawClient{t: t, conn: conn}
+	id := c.start("run_start", map[string]any{"workflow": "outer"})
+	var key string
+	for key == "" {
+		for k := range c.until(id, "input_required", "")["inputRequests"].(map[string]any) {
+			key = k
+		}
+	}
+	meta := map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}
+	b, _ := json.Marshal(map[string]any{"notifications": map[string]any{"taskIds": []string{id}}, "_meta": meta})
+	listenID, _ := jsonrpc.MakeID("listen")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: listenID, Method: "subscriptions/listen", Params: b}); err != nil {
+		t.Fatal(err)
+	}
+	up, _ := json.Marshal(map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer(map[string]any{"value": "lower"})}, "_meta": meta})
+	upID, _ := jsonrpc.MakeID("update")
+	sent := false
+	for {
+		m, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.Method != mcptasks.NotificationStatus {
+			continue
+		}
+		if !sent { // the first state is told: now refuse an answer
+			if err := conn.Write(ctx, &jsonrpc.Request{ID: upID, Method: "tasks/update", Params: up}); err != nil {
+				t.Fatal(err)
+			}
+			sent = true
+			continue
+		}
+		if strings.Contains(string(req.Params), key+".r1") {
+			return // told of the child's refusal
+		}
 	}
 }

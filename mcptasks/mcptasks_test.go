@@ -29,6 +29,9 @@ func (j *jobs) Watch(ctx context.Context, ids []string, changed func(string)) {
 	j.mu.Lock()
 	j.watchers = append(j.watchers, changed)
 	j.mu.Unlock()
+	for _, id := range ids {
+		changed(id)
+	}
 	<-ctx.Done()
 }
 

@@ -22,8 +22,10 @@ import (
 // Watcher is a Handler that can tell when tasks may have changed.
 type Watcher interface {
 	Handler
-	// Watch calls changed with a task's id whenever the task may have
-	// changed, until ctx is done (it returns then).
+	// Watch calls changed with each task's id once it watches the tasks
+	// (so that their state is sent from there on: no change is missed
+	// between), then whenever a task may have changed, until ctx is done
+	// (it returns then).
 	Watch(ctx context.Context, taskIDs []string, changed func(taskID string))
 }
 
@@ -35,7 +37,9 @@ type Watcher interface {
 // task ids from a client that did not declare the extension on it is
 // answered -32021, as the extension requires. Everything else passes
 // through untouched.
-func WithNotifications(t mcp.Transport, w Watcher) mcp.Transport { return &notifyTransport{inner: t, w: w} }
+func WithNotifications(t mcp.Transport, w Watcher) mcp.Transport {
+	return &notifyTransport{inner: t, w: w}
+}
 
 type notifyTransport struct {
 	inner mcp.Transport
@@ -168,13 +172,19 @@ func (c *notifyConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Lock()
 		l := c.listens[m.ID]
 		c.mu.Unlock()
-		if l != nil && m.Error == nil {
+		switch {
+		case l != nil && m.Error == nil:
 			// The SDK answered a listen it had nothing for: the stream
 			// stays open for the tasks until the client cancels it.
 			l.sendMu.Lock()
 			l.held = m
 			l.sendMu.Unlock()
 			return nil
+		case l != nil: // the SDK refused the listen: nothing to send
+			c.mu.Lock()
+			delete(c.listens, m.ID)
+			c.mu.Unlock()
+			l.cancel()
 		}
 	}
 	return c.Connection.Write(ctx, msg)
@@ -211,12 +221,7 @@ func (c *notifyConn) acknowledge(ctx context.Context, m *jsonrpc.Request) error 
 	if err := c.Connection.Write(ctx, &jsonrpc.Request{Method: m.Method, Params: b}); err != nil {
 		return err
 	}
-	go func() {
-		for _, t := range l.tasks {
-			c.send(l, t)
-		}
-		c.w.Watch(l.ctx, l.tasks, func(t string) { c.send(l, t) })
-	}()
+	go c.w.Watch(l.ctx, l.tasks, func(t string) { c.send(l, t) })
 	return nil
 }
 
