@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const bin = process.argv[2];
 if (!bin) {
@@ -266,15 +266,62 @@ async function onboarding(client) {
     `team-onboarding succeeded over MCP (answered ${asked.join(", ")})`, r);
 }
 
-async function withClient(transport, body) {
-  const client = new Client({ name: "stepwise-e2e-ts", version: "1.0.0" });
+// elicitation: a client that declares form elicitation gets the question
+// as a server-initiated elicitation/create request (protocol 2025-11-25)
+// inside run_start; an answer the question refuses is asked again, saying
+// why; the agent step after it comes back to the agent as a pause.
+async function elicitation(client, asked) {
+  const call = async (name, args) => {
+    const res = await client.callTool({ name, arguments: args });
+    return { isError: res.isError === true, out: res.structuredContent ?? {} };
+  };
+  check(client.getServerCapabilities()?.tools && asked.length === 0, "a client declaring elicitation connected");
+  const r = await call("run_start", { workflow: "greet" });
+  check(!r.isError && r.out.status === "waiting" && r.out.pause?.kind === "agent" && r.out.pause.token,
+    "run_start greet: the name asked through elicitation, then waiting on the agent step", r);
+  check(asked.length === 2 && asked.every((p) => /Your name\?/.test(p.message) && p.requestedSchema?.properties?.value),
+    "elicitation/create asked \"Your name?\" twice with a form schema", asked);
+  check(/not accepted/.test(asked[1].message) && !/not accepted/.test(asked[0].message),
+    "the second elicitation says why the first answer (\"ada\") was not accepted", asked.map((p) => p.message));
+  const got = await call("run_get", { run_id: r.out.run_id });
+  check(!got.isError && got.out.status === "waiting" && got.out.pause?.kind === "agent" && got.out.pause.token === r.out.pause.token,
+    "run_get: the run waits on the agent step after the elicited answer", got);
+  const done = await call("run_continue", { token: r.out.pause.token, value: { line: "Hi Ada!" } });
+  check(!done.isError && done.out.status === "succeeded" && done.out.outputs?.name === "Ada",
+    "run_continue of the agent step: succeeded with name Ada (the elicited answer)", done);
+}
+
+async function withClient(transport, body, options) {
+  const client = new Client({ name: "stepwise-e2e-ts", version: "1.0.0" }, options);
+  const asked = [];
+  if (options?.capabilities?.elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      asked.push(req.params);
+      // The first answer breaks the question's pattern ^[A-Z][a-z]+$.
+      return { action: "accept", content: { value: asked.length === 1 ? "ada" : "Ada" } };
+    });
+  }
+  // The initialize result, read off the wire: the version the server chose.
+  let negotiated;
+  let onmessage;
+  Object.defineProperty(transport, "onmessage", {
+    configurable: true,
+    get: () => onmessage && ((msg, extra) => {
+      negotiated ??= msg.result?.protocolVersion;
+      return onmessage(msg, extra);
+    }),
+    set: (h) => { onmessage = h; },
+  });
   await withTimeout(client.connect(transport), 15000, "connect");
+  check(negotiated === "2025-11-25", `initialize negotiated protocol ${negotiated} (want 2025-11-25)`);
   try {
-    await withTimeout(body(client), 60000, "the session");
+    await withTimeout(body(client, asked), 60000, "the session");
   } finally {
     await client.close();
   }
 }
+
+const elicitOptions = { capabilities: { elicitation: { form: {} } } };
 
 async function main() {
   label = "stdio";
@@ -283,6 +330,8 @@ async function main() {
     await library(c);
     await onboarding(c);
   });
+  await withClient(new StdioClientTransport({ command: bin, args: ["--home", newHome(), "serve", ...serveFlags], stderr: "ignore" }),
+    elicitation, elicitOptions);
 
   label = "http";
   const server = startHTTP(newHome());
@@ -294,6 +343,7 @@ async function main() {
       await library(c);
       await onboarding(c);
     });
+    await withClient(new StreamableHTTPClientTransport(new URL(url)), elicitation, elicitOptions);
   } finally {
     const p = server.proc;
     if (p.exitCode === null && p.signalCode === null) {
