@@ -128,7 +128,7 @@ func (s *Server) runExposed(name string) func(context.Context, *mcp.CallToolRequ
 		if err != nil {
 			return nil, err
 		}
-		if ok, err := s.asTask(ctx, id); ok || err != nil {
+		if ok, err := s.asTask(ctx, req, id); ok || err != nil {
 			return nil, err
 		}
 		return s.await(ctx, req, sub, id, wait, true)

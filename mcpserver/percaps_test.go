@@ -82,3 +82,32 @@ func TestCapabilitiesArePerRequest(t *testing.T) {
 		t.Fatalf("the pause goes to the agent: %v", plain)
 	}
 }
+
+// TestTaskNeedsElicitation: a client that declares the Tasks extension but
+// not elicitation could not answer a task's input requests (questions and
+// agent steps come as forms): it gets the run's result, whose pause the
+// agent answers with run_continue.
+func TestTaskNeedsElicitation(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(); _ = ss.Wait() })
+	call := func(id int64, caps string) map[string]any {
+		return rawCall(t, conn, id, "tools/call", `{"name":"run_start","arguments":{"workflow":"greet","wait_seconds":10},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":`+caps+`}}`)
+	}
+	if r := call(1, `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`); r["resultType"] == "task" || r["taskId"] != nil {
+		t.Fatalf("a task for a client that cannot elicit: %v", r)
+	} else if sc, _ := r["structuredContent"].(map[string]any); sc["pause"] == nil {
+		t.Fatalf("want the run's pause: %v", r)
+	}
+	if r := call(2, `{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}`); r["resultType"] != "task" || r["taskId"] == nil {
+		t.Fatalf("want a task for a client that declared both: %v", r)
+	}
+}

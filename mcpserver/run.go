@@ -144,7 +144,7 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			if ok, err := s.asTask(ctx, id); ok || err != nil {
+			if ok, err := s.asTask(ctx, req, id); ok || err != nil {
 				return RunResult{}, err
 			}
 			res, err := s.await(ctx, req, sub, id, wait, true)
@@ -178,7 +178,7 @@ func (s *Server) addRunTools() {
 					return RunResult{}, err
 				}
 			}
-			if ok, err := s.asTask(ctx, root); ok || err != nil {
+			if ok, err := s.asTask(ctx, req, root); ok || err != nil {
 				return RunResult{}, err
 			}
 			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
@@ -269,7 +269,7 @@ func (s *Server) addRunTools() {
 			if err := s.svc.RetryRun(ctx, in.RunID, in.Inputs); err != nil {
 				return RunResult{}, err
 			}
-			if ok, err := s.asTask(ctx, in.RunID); ok || err != nil {
+			if ok, err := s.asTask(ctx, req, in.RunID); ok || err != nil {
 				return RunResult{}, err
 			}
 			return s.await(ctx, req, sub, in.RunID, wait, true)
@@ -292,7 +292,7 @@ func (s *Server) addRunTools() {
 			if err != nil {
 				return RunResult{}, err
 			}
-			if ok, err := s.asTask(ctx, id); ok || err != nil {
+			if ok, err := s.asTask(ctx, req, id); ok || err != nil {
 				return RunResult{}, err
 			}
 			return s.await(ctx, req, sub, id, wait, true)

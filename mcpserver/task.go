@@ -61,12 +61,15 @@ func (s *Server) taskRun(id string) (string, error) {
 	return runID, nil
 }
 
-// asTask answers the tool call of ctx with the task of runID, when the
-// client declared the extension on the call; it reports whether it did.
-// The run is recorded (it was started or continued before): a tasks/get
-// for the task resolves on any replica.
-func (s *Server) asTask(ctx context.Context, runID string) (bool, error) {
-	if !mcptasks.Declared(ctx) {
+// asTask answers the tool call req with the task of runID, when the
+// client declared the extension on the call and can answer the task's
+// input requests (form elicitation: questions and agent steps come as
+// forms); it reports whether it did. Other clients get the run's result,
+// whose pause the agent answers with run_continue. The run is recorded
+// (it was started or continued before): a tasks/get for the task
+// resolves on any replica.
+func (s *Server) asTask(ctx context.Context, req *mcp.CallToolRequest, runID string) (bool, error) {
+	if !mcptasks.Declared(ctx) || !canElicitForm(req) {
 		return false, nil
 	}
 	t, err := s.tasks.get(ctx, runID)

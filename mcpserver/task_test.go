@@ -46,7 +46,7 @@ func connectRawTo(t testing.TB, srv *Server) *rawClient {
 
 func (r *rawClient) call(method string, params map[string]any, declare bool) (map[string]any, *jsonrpc.Error) {
 	r.t.Helper()
-	caps := map[string]any{}
+	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
 	if declare {
 		caps["extensions"] = map[string]any{mcptasks.Extension: map[string]any{}}
 	}
@@ -426,7 +426,7 @@ func testTaskNotifications(t *testing.T, e *env, server, client mcp.Transport) {
 	c.until(id, "input_required", "name.1")
 
 	b, _ := json.Marshal(map[string]any{"notifications": map[string]any{"taskIds": []string{id}},
-		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
+		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
 	listenID, _ := jsonrpc.MakeID("listen")
 	if err := conn.Write(context.Background(), &jsonrpc.Request{ID: listenID, Method: "subscriptions/listen", Params: b}); err != nil {
 		t.Fatal(err)
@@ -455,7 +455,7 @@ func testTaskNotifications(t *testing.T, e *env, server, client mcp.Transport) {
 	}
 	// The update's acknowledgement comes on the same connection: sent, not awaited.
 	up, _ := json.Marshal(map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "Ada"})},
-		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
+		"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}})
 	upID, _ := jsonrpc.MakeID("update")
 	if err := conn.Write(ctx, &jsonrpc.Request{ID: upID, Method: "tasks/update", Params: up}); err != nil {
 		t.Fatal(err)
@@ -639,7 +639,7 @@ func TestTaskNotificationsOfSubWorkflow(t *testing.T) {
 			key = k
 		}
 	}
-	meta := map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}
+	meta := map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}
 	b, _ := json.Marshal(map[string]any{"notifications": map[string]any{"taskIds": []string{id}}, "_meta": meta})
 	listenID, _ := jsonrpc.MakeID("listen")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard

@@ -189,14 +189,17 @@ func MissingCapability() *jsonrpc.Error {
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "Missing required client capability: " + Extension, Data: data}
 }
 
-// Declares reports whether the request's client declared the extension:
-// in the request's own capabilities (protocol 2026-07-28 and later), else
-// in its session's initialize.
+// Declares reports whether the request's client declared the extension
+// in the request's own capabilities. The extension is one of protocol
+// 2026-07-28 and later (its results are told apart by resultType): a
+// client of an earlier protocol that lists it in its initialize has not
+// declared it.
 func Declares(req mcp.Request) bool {
 	r, ok := req.(interface {
 		ClientCapabilities() *mcp.ClientCapabilities
+		ProtocolVersion() string
 	})
-	if !ok {
+	if !ok || r.ProtocolVersion() < minProtocol {
 		return false
 	}
 	caps := r.ClientCapabilities()
@@ -206,6 +209,9 @@ func Declares(req mcp.Request) bool {
 	_, ok = caps.Extensions[Extension]
 	return ok
 }
+
+// minProtocol is the first protocol version the extension applies to.
+const minProtocol = "2026-07-28"
 
 // slot is where a tools/call of a declaring client may leave its task.
 type slot struct {

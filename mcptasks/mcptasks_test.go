@@ -302,8 +302,10 @@ func TestUnknownTask(t *testing.T) {
 
 // TestGoSDKClient drives a task from the go-sdk's own client: the
 // extension is advertised (server/discover, or initialize), the client's
-// declaration travels in each request's _meta (2026-07-28) or in its
-// session's initialize (2025-11-25), tasks/get through CallCustomMethod.
+// declaration travels in each request's _meta (2026-07-28), tasks/get
+// through CallCustomMethod. The extension is one of 2026-07-28: a
+// 2025-11-25 client that lists it in its initialize gets the tool's own
+// result and -32021 on tasks/*.
 func TestGoSDKClient(t *testing.T) {
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
@@ -331,6 +333,17 @@ func TestGoSDKClient(t *testing.T) {
 			// The go-sdk client has no task support: its CallTool sees a
 			// result without content, but the task was made.
 			_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hello"})
+			if version < "2026-07-28" {
+				if len(j.tasks) != 0 {
+					t.Fatalf("a %s client was answered with %d tasks", version, len(j.tasks))
+				}
+				_, err := mcp.CallCustomMethod[*mcptasks.GetParams, *mcptasks.GetTaskResult](context.Background(), cs, mcptasks.MethodGet, &mcptasks.GetParams{TaskID: "job-1"})
+				var we *jsonrpc.Error
+				if !errors.As(err, &we) || we.Code != mcp.CodeMissingRequiredClientCapabilities {
+					t.Fatalf("tasks/get from a %s client: want -32021, got %v", version, err)
+				}
+				return
+			}
 			if len(j.tasks) != 1 {
 				t.Fatalf("the declaring client's call made %d tasks", len(j.tasks))
 			}

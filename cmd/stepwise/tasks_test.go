@@ -35,7 +35,7 @@ const tasksExt = "io.modelcontextprotocol/tasks"
 
 func (c *taskClient) post(url, method string, params map[string]any, declare bool) (map[string]any, *rpcError) {
 	c.t.Helper()
-	caps := map[string]any{}
+	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
 	if declare {
 		caps["extensions"] = map[string]any{tasksExt: map[string]any{}}
 	}
