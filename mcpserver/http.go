@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	stateful.SessionTimeout, stateful.EventStore = o.SessionTimeout, events
 	stateless.Stateless = true
 	h := &httpHandlers{
+		srv:       s,
 		stateful:  mcp.NewStreamableHTTPHandler(server, &stateful),
 		stateless: mcp.NewStreamableHTTPHandler(server, &stateless),
 		requests:  map[*context.CancelFunc]struct{}{},
@@ -109,6 +111,7 @@ const (
 
 // httpHandlers are the SDK's handlers behind one HTTPHandler.
 type httpHandlers struct {
+	srv                 *Server
 	stateful, stateless *mcp.StreamableHTTPHandler
 
 	mu       sync.Mutex
@@ -134,7 +137,94 @@ func (h *httpHandlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 		cancel()
 	}()
-	h.stateless.ServeHTTP(w, r.WithContext(ctx))
+	r = r.WithContext(ctx)
+	if listensForTasks(r) {
+		h.serveTaskListen(w, r)
+		return
+	}
+	h.stateless.ServeHTTP(w, r)
+}
+
+// listensForTasks reports whether r (its body read by bodyGuard) is a
+// subscriptions/listen that asks for notifications/tasks.
+func listensForTasks(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Notifications struct {
+				TaskIDs []string `json:"taskIds"`
+			} `json:"notifications"`
+		} `json:"params"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "subscriptions/listen" && len(msg.Params.Notifications.TaskIDs) > 0
+}
+
+// serveTaskListen serves a stateless subscriptions/listen that asks for
+// notifications/tasks. The go-sdk cannot send a custom notification
+// (go-sdk #745), and its StreamableHTTPHandler makes its connections
+// itself (its transport alone refuses 2026-07-28 requests: the version it
+// checks travels in a context key of the handler's own), so this one
+// request goes to a session of the server on in-memory transports wrapped
+// by mcptasks.WithNotifications, as stdio's is, and what the session sends
+// is written as the request's server-sent events until it answers the
+// listen or the client goes.
+func (h *httpHandlers) serveTaskListen(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok {
+		writeRefusal(w, http.StatusBadRequest, invalidRequest(jsonrpc.ID{}, "subscriptions/listen: not a JSON-RPC request"))
+		return
+	}
+	ctx := r.Context()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := h.srv.mcp.Connect(ctx, h.srv.TaskTransport(st), nil)
+	if err != nil {
+		writeRefusal(w, http.StatusInternalServerError, &messageError{id: req.ID, err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "could not open the listen's session"}})
+		return
+	}
+	defer ss.Close()
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if err := conn.Write(ctx, req); err != nil {
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flush := func() {}
+	if f, ok := w.(http.Flusher); ok {
+		flush = f.Flush
+		flush()
+	}
+	for {
+		m, err := conn.Read(ctx)
+		if err != nil {
+			return // the client went, or the server ends the listen
+		}
+		data, err := jsonrpc.EncodeMessage(m)
+		if err != nil {
+			return
+		}
+		if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", data); err != nil {
+			return
+		}
+		flush()
+		if resp, ok := m.(*jsonrpc.Response); ok && resp.ID == req.ID {
+			return
+		}
+	}
 }
 
 // endStateless ends the stateless requests being served.

@@ -42,7 +42,7 @@ var _ mcp.Transport = (*StdioTransport)(nil)
 // ConnectStdio serves one MCP session over a byte stream (stdin and
 // stdout for `serve`) with the StdioTransport.
 func (s *Server) ConnectStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) (*mcp.ServerSession, error) {
-	return s.mcp.Connect(ctx, &StdioTransport{Reader: r, Writer: w, MaxFrame: s.opts.MaxMessageBytes}, nil)
+	return s.mcp.Connect(ctx, s.TaskTransport(&StdioTransport{Reader: r, Writer: w, MaxFrame: s.opts.MaxMessageBytes}), nil)
 }
 
 // The protocol version from which JSON-RPC batches are refused.
