@@ -83,7 +83,8 @@ function startHTTP(home) {
 
 async function checks(target, era) {
   // tools/list, and the Inspector's schema portability check: no
-  // error-severity problem (--strict exits 6 on one); warnings are counted.
+  // error-severity problem (--strict exits 6 on one), and no warning either
+  // (the tool schemas keep to the Inspector's portability rules).
   let r = await run(target, era, ["--method", "tools/list", "--strict"]);
   const names = r.out?.result?.tools?.map((t) => t.name) ?? [];
   const want = ["workflow_list", "workflow_save", "run_start", "run_continue", "run_get", "run_cancel"];
@@ -92,6 +93,7 @@ async function checks(target, era) {
   const portability = r.stderr.match(/(\d+) errors?, (\d+) warnings?/) ?? [];
   const strictWarnings = (r.stderr.match(/warning/gi) ?? []).length;
   console.log(`     [inspector ${label}] schema portability: ${portability[0] ?? `${strictWarnings} warning lines`}`);
+  check(strictWarnings === 0 && (portability[2] ?? "0") === "0", "tools/list: no schema portability warning", r.stderr);
 
   // tool calls: arguments as key=value and as JSON
   r = await run(target, era, ["--method", "tools/call", "--tool-name", "workflow_list"]);
