@@ -314,7 +314,7 @@ func TestAnswersFileUnknownStep(t *testing.T) {
 		t.Fatalf("a run was started: %s", list)
 	}
 	// resume: refused, the run still waits at its question.
-	code, out, _ = runOut(t, home, "run", wf, "--json", "--no-input")
+	_, out, _ = runOut(t, home, "run", wf, "--json", "--no-input")
 	id := decodeRun(t, out).RunID
 	code, _, errOut = runOut(t, home, "resume", id, "--answers", bad)
 	if code != ExitInvalid || !strings.Contains(errOut, `"nmae"`) || !strings.Contains(errOut, "nothing changed") {

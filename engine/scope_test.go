@@ -13,10 +13,9 @@ import (
 // opener is an action that opens one resource per scope and counts what
 // it opened and what was closed.
 type opener struct {
-	mu               sync.Mutex
-	opened, closed   int
-	unscoped         int
-	openedWhenClosed bool
+	mu             sync.Mutex
+	opened, closed int
+	unscoped       int
 }
 
 type resource struct{ o *opener }

@@ -1,5 +1,7 @@
 package mcpserver
 
+//lint:file-ignore SA1019 MCP logging is deprecated from 2026-07-28 (SEP-2577) but stays for clients of earlier protocols (issue 23)
+
 import (
 	"context"
 	"log/slog"

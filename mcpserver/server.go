@@ -119,6 +119,7 @@ func NewUnattached(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}, ready: newReadiness()}
 	s.tasks = newTasks(s)
 	caps := &mcp.ServerCapabilities{
+		//lint:ignore SA1019 MCP logging stays for clients before 2026-07-28 (SEP-2577 deprecates it)
 		Logging:   &mcp.LoggingCapabilities{},
 		Tools:     &mcp.ToolCapabilities{ListChanged: true},
 		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},

@@ -747,10 +747,6 @@ func (c *compiler) compile(ptr string) (*node, error) {
 			n.anyOf, err = c.list(ptr+"/anyOf", len(v.([]any)))
 		case "oneOf":
 			n.oneOf, err = c.list(ptr+"/oneOf", len(v.([]any)))
-		default:
-			if f, ok := singleSchema[k]; ok && c.draft >= f.since {
-				*f.field(n), err = sub(k)
-			}
 		case "$ref", "$dynamicRef", "$recursiveRef":
 			target, rerr := c.resolve(v.(string), ptr)
 			if rerr != nil {
@@ -767,6 +763,10 @@ func (c *compiler) compile(ptr string) (*node, error) {
 				} else {
 					n.dynRef = t
 				}
+			}
+		default:
+			if f, ok := singleSchema[k]; ok && c.draft >= f.since {
+				*f.field(n), err = sub(k)
 			}
 		}
 		if err != nil {

@@ -30,8 +30,6 @@ type node struct {
 // may (possible), once reached.
 type ending struct{ definite, possible bool }
 
-func (e ending) any() bool { return e.definite || e.possible }
-
 // analyze decides what can be decided of each step of a list on its own.
 func (p *stepPlanner) analyze(steps []*workflow.Step) []node {
 	nodes := make([]node, len(steps))

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
-	yaml4 "go.yaml.in/yaml/v4"
 	"pgregory.net/rapid"
 
 	"stepwise.dev/stepwise/workflow"
@@ -79,7 +78,7 @@ func yamlSpelling(t *rapid.T, v any) []byte {
 func readsAs(doc, want []byte) bool {
 	var v3, v4 any
 	return yaml.Unmarshal(doc, &v3) == nil && sameCanonical(v3, want) &&
-		yaml4.Unmarshal(doc, &v4) == nil && sameCanonical(v4, want)
+		yaml.Unmarshal(doc, &v4) == nil && sameCanonical(v4, want)
 }
 
 func sameCanonical(v any, want []byte) bool {

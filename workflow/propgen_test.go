@@ -134,13 +134,6 @@ func (g *wfGen) text(label string) string {
 	return strings.Join(parts, "")
 }
 
-func (g *wfGen) nonEmptyText(label string) string {
-	if s := g.text(label); s != "" {
-		return s
-	}
-	return "x"
-}
-
 // expr draws an expression (without delimiters) that only references what
 // sc can see. Expressions are type-checked without knowing the data, so
 // operations on constants must make sense: compound forms combine only

@@ -58,11 +58,10 @@ outputs:
 // rawSession drives the server with hand-written JSON-RPC so that every
 // byte it writes to stdout is seen.
 type rawSession struct {
-	t      *testing.T
-	in     io.Writer
-	lines  chan []byte
-	id     int
-	stdout bytes.Buffer
+	t     *testing.T
+	in    io.Writer
+	lines chan []byte
+	id    int
 }
 
 func (s *rawSession) send(method string, params any) {
