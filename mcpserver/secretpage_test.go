@@ -20,7 +20,7 @@ import (
 )
 
 // httpEnv serves an env over real HTTP; logs are kept to check for leaks.
-func httpEnv(t *testing.T, h HTTPOptions) (*env, string, *bytes.Buffer) {
+func httpEnv(t *testing.T, h HTTPOptions) (*env, string, *syncBuffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -33,7 +33,7 @@ func httpEnv(t *testing.T, h HTTPOptions) (*env, string, *bytes.Buffer) {
 	ts := &httptest.Server{Listener: ln, Config: &http.Server{Handler: e.srv.HTTPHandler(h)}}
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return e, base, &logs.Buffer
+	return e, base, logs
 }
 
 type syncBuffer struct {
@@ -45,6 +45,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.Buffer.Write(p)
+}
+
+// String is what was written so far (the server may still be logging).
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Buffer.String()
 }
 
 func TestSecretThroughOneTimePage(t *testing.T) {
