@@ -192,19 +192,26 @@ broken=0 # the server misbehaved besides the scenarios
 start=$SECONDS
 # One suite process per protocol runs every scenario of it (a process per
 # scenario would spend most of the run starting Node); extension scenarios
-# run one by one. The excluded runs of a protocol run too and are not read.
+# run one by one, each in its own process, all at once (the Tasks ones
+# mostly wait for their tasks), beside the protocols' processes. The
+# excluded runs of a protocol run too and are not read.
 declare -A protocols=()
+extensions=() # their processes' ids
 for run in "${include[@]}"; do
   v=${run#*@}
   if [ "$v" = extension ]; then
     s=${run%@*}
-    timeout 120 "$node22" "$suite" server --url "$url" --scenario "$s" -o "$work/results/extension" >>"$work/suite-extension.log" 2>&1 || true
+    timeout 120 "$node22" "$suite" server --url "$url" --scenario "$s" -o "$work/results/extension" >"$work/suite-extension-$s.log" 2>&1 &
+    extensions+=($!)
   else
     protocols[$v]=1
   fi
 done
 for v in "${!protocols[@]}"; do
   timeout 150 "$node22" "$suite" server --url "$url" --suite all --spec-version "$v" -o "$work/results/$v" >"$work/suite-$v.log" 2>&1 || true
+done
+for pid in "${extensions[@]}"; do
+  wait "$pid" || true # their exit status is not read: checks.json is
 done
 
 # Each included run passes when the suite saved its checks, with at least
