@@ -675,6 +675,16 @@ type fixtureAsk func(ctx context.Context, requests mcp.InputRequestMap) (mcp.Inp
 // isError result completes it too), a *jsonrpc.Error fails it.
 type fixtureWork func(ctx context.Context, ask fixtureAsk) (*mcp.CallToolResult, error)
 
+// do runs the work; a panic is an internal error (-32603).
+func (work fixtureWork) do(ctx context.Context, ask fixtureAsk) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	return work(ctx, ask)
+}
+
 // errFixtureNoTask is what a fixture that asks for input answers a call
 // that is not a task.
 var errFixtureNoTask = errors.New("this fixture asks for input only as a task: declare the extension " + mcptasks.Extension)
@@ -714,20 +724,9 @@ func (f *fixtureTasks) start(work fixtureWork) (mcptasks.Task, error) {
 // (tasks/cancel).
 func (f *fixtureTasks) run(ctx context.Context, t *fixtureTask, work fixtureWork) {
 	defer t.cancel()
-	var (
-		res *mcp.CallToolResult
-		err error
-	)
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the task's work panicked: %v", p)}
-			}
-		}()
-		res, err = work(ctx, func(ctx context.Context, requests mcp.InputRequestMap) (mcp.InputResponseMap, error) {
-			return f.ask(ctx, t, requests)
-		})
-	}()
+	res, err := work.do(ctx, func(ctx context.Context, requests mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		return f.ask(ctx, t, requests)
+	})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if terminal(t.d.Status) {
@@ -867,7 +866,11 @@ func (s *Server) addFixtureTaskTool(name, description string, schema json.RawMes
 			return answer, nil
 		}
 		if !mcptasks.Declared(ctx) {
-			return work(ctx, func(context.Context, mcp.InputRequestMap) (mcp.InputResponseMap, error) { return nil, errFixtureNoTask })
+			res, err := work.do(ctx, func(context.Context, mcp.InputRequestMap) (mcp.InputResponseMap, error) { return nil, errFixtureNoTask })
+			if errors.Is(err, errFixtureNoTask) {
+				return fixtureError("%v", err), nil
+			}
+			return res, err
 		}
 		t, err := s.fixtureTasks.start(work)
 		if err != nil {
