@@ -171,7 +171,8 @@ type taskMessage struct {
 }
 
 // peekTaskMessage reads r's body (read by bodyGuard already) as a single
-// request, leaving it to be read again; the zero message if it is not one.
+// request, leaving it to be read again; the zero message if it is not one
+// of the Tasks extension's methods or subscriptions/listen.
 func peekTaskMessage(r *http.Request) taskMessage {
 	var msg taskMessage
 	if r.Method != http.MethodPost || r.Body == nil {
@@ -188,6 +189,11 @@ func peekTaskMessage(r *http.Request) taskMessage {
 	}
 	if json.Unmarshal(body, &raw) != nil {
 		return msg
+	}
+	switch raw.Method {
+	case mcptasks.MethodGet, mcptasks.MethodUpdate, mcptasks.MethodCancel, "subscriptions/listen":
+	default:
+		return msg // read no further
 	}
 	msg.Method = raw.Method
 	if len(raw.Params) > 0 && json.Unmarshal(raw.Params, &msg.Params) != nil {
