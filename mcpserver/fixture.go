@@ -16,14 +16,20 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"stepwise.dev/stepwise/mcptasks"
 )
 
 // A 1×1 PNG and a WAV file with one silent sample: the smallest valid
@@ -56,6 +62,9 @@ func (s *Server) AddConformanceFixtures() {
 	s.addFixtureInputTools()
 	s.addFixtureResources()
 	s.addFixturePrompts()
+	s.fixtureTasks = &fixtureTasks{}
+	s.tasks.fixtures = s.fixtureTasks
+	s.addFixtureTaskTools()
 }
 
 // text is a tool result of one text.
@@ -621,5 +630,346 @@ func (s *Server) addFixturePrompts() {
 			}
 			return &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{
 				"user_context": fixtureForm("What context should the prompt use?", "context", "string")}}, nil
+		})
+}
+
+// The task fixtures of the Tasks extension scenarios (tasks-*): tools that
+// a client which declared the extension gets answered as tasks, through
+// mcptasks like stepwise's runs. Their tasks live in memory
+// (fixtureTasks), under ids of their own (fixtureTaskPrefix), which this
+// server's mcptasks.Handler sends here (tasks.fixtures).
+
+// fixtureTaskPrefix starts a fixture task's id; 16 random bytes follow.
+const fixtureTaskPrefix = "fxt_"
+
+// fixtureTaskMax bounds the fixture tasks kept: past it, the oldest goes
+// (canceled, if it still runs).
+const fixtureTaskMax = 256
+
+// fixtureTaskTTL is how long a fixture task runs and is kept at most.
+const fixtureTaskTTL = 10 * time.Minute
+
+// fixtureTasks is the in-memory store of the fixture tasks; it implements
+// mcptasks.Handler for their ids.
+type fixtureTasks struct {
+	mu    sync.Mutex
+	byID  map[string]*fixtureTask
+	order []string // ids, oldest first
+}
+
+// fixtureTask is one task: its state, the input requests it waits on and
+// the answers given to them. Its fields are guarded by fixtureTasks.mu.
+type fixtureTask struct {
+	d       mcptasks.DetailedTask
+	pending mcp.InputRequestMap  // outstanding, while input_required
+	answers mcp.InputResponseMap // given to the current requests
+	ready   chan struct{}        // closed once every request is answered
+	cancel  context.CancelFunc
+}
+
+// fixtureAsk asks the client for inputs and returns its answers: a task's
+// requests wait for tasks/update, a call's (not a task) cannot be asked.
+type fixtureAsk func(ctx context.Context, requests mcp.InputRequestMap) (mcp.InputResponseMap, error)
+
+// fixtureWork is what a task fixture does; its result is the task's (an
+// isError result completes it too), a *jsonrpc.Error fails it.
+type fixtureWork func(ctx context.Context, ask fixtureAsk) (*mcp.CallToolResult, error)
+
+// do runs the work; a panic is an internal error (-32603).
+func (work fixtureWork) do(ctx context.Context, ask fixtureAsk) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	return work(ctx, ask)
+}
+
+// errFixtureNoTask is what a fixture that asks for input answers a call
+// that is not a task.
+var errFixtureNoTask = errors.New("this fixture asks for input only as a task: declare the extension " + mcptasks.Extension)
+
+// start records a task running work and starts it.
+func (f *fixtureTasks) start(work fixtureWork) (mcptasks.Task, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return mcptasks.Task{}, err
+	}
+	now := mcptasks.Time(time.Now())
+	ttl := fixtureTaskTTL.Milliseconds()
+	t := &fixtureTask{d: mcptasks.DetailedTask{Task: mcptasks.Task{TaskID: fixtureTaskPrefix + hex.EncodeToString(b[:]),
+		Status: mcptasks.Working, CreatedAt: now, LastUpdatedAt: now, TTLMs: &ttl, PollIntervalMs: 100}}}
+	ctx, cancel := context.WithTimeout(context.Background(), fixtureTaskTTL)
+	t.cancel = cancel
+	f.mu.Lock()
+	if f.byID == nil {
+		f.byID = map[string]*fixtureTask{}
+	}
+	for len(f.order) >= fixtureTaskMax {
+		if old := f.byID[f.order[0]]; old != nil {
+			old.cancel()
+		}
+		delete(f.byID, f.order[0])
+		f.order = f.order[1:]
+	}
+	f.byID[t.d.TaskID] = t
+	f.order = append(f.order, t.d.TaskID)
+	created := t.d.Task
+	f.mu.Unlock()
+	go f.run(ctx, t, work)
+	return created, nil
+}
+
+// run runs work and records how it ended, unless the task ended before
+// (tasks/cancel).
+func (f *fixtureTasks) run(ctx context.Context, t *fixtureTask, work fixtureWork) {
+	defer t.cancel()
+	res, err := work.do(ctx, func(ctx context.Context, requests mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		return f.ask(ctx, t, requests)
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if terminal(t.d.Status) {
+		return
+	}
+	t.d.InputRequests = nil
+	var we *jsonrpc.Error
+	switch {
+	case err == nil:
+		t.d.Status, t.d.Result = mcptasks.Completed, res
+	case ctx.Err() != nil:
+		t.d.Status, t.d.StatusMessage = mcptasks.Cancelled, "the task's time ran out"
+	case errors.As(err, &we):
+		t.d.Status, t.d.Error = mcptasks.Failed, we
+	default:
+		t.d.Status, t.d.Error = mcptasks.Failed, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	t.d.LastUpdatedAt = mcptasks.Time(time.Now())
+}
+
+func terminal(s mcptasks.Status) bool {
+	return s == mcptasks.Completed || s == mcptasks.Failed || s == mcptasks.Cancelled
+}
+
+// ask makes the task input_required with requests until tasks/update has
+// answered every one of them.
+func (f *fixtureTasks) ask(ctx context.Context, t *fixtureTask, requests mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	ready := make(chan struct{})
+	f.mu.Lock()
+	if terminal(t.d.Status) {
+		f.mu.Unlock()
+		return nil, context.Canceled
+	}
+	t.pending, t.answers, t.ready = mcp.InputRequestMap{}, mcp.InputResponseMap{}, ready
+	for k, r := range requests {
+		t.pending[k] = r
+	}
+	t.d.Status, t.d.InputRequests, t.d.LastUpdatedAt = mcptasks.InputRequired, t.pending, mcptasks.Time(time.Now())
+	f.mu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	answers := t.answers
+	t.answers, t.ready = nil, nil
+	if !terminal(t.d.Status) {
+		t.d.Status, t.d.InputRequests, t.d.LastUpdatedAt = mcptasks.Working, nil, mcptasks.Time(time.Now())
+	}
+	return answers, nil
+}
+
+func (f *fixtureTasks) task(id string) (*fixtureTask, error) {
+	t, ok := f.byID[id]
+	if !ok {
+		return nil, mcptasks.ErrUnknownTask
+	}
+	return t, nil
+}
+
+// Get implements mcptasks.Handler.
+func (f *fixtureTasks) Get(_ context.Context, id string) (*mcptasks.DetailedTask, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.task(id)
+	if err != nil {
+		return nil, err
+	}
+	d := t.d
+	if d.InputRequests != nil { // a copy: tasks/update shrinks the task's
+		d.InputRequests = mcp.InputRequestMap{}
+		for k, r := range t.d.InputRequests {
+			d.InputRequests[k] = r
+		}
+	}
+	return &d, nil
+}
+
+// Update implements mcptasks.Handler: an answer to an outstanding request
+// is taken and the request is no longer outstanding; other keys are
+// ignored. The task goes on once every request is answered.
+func (f *fixtureTasks) Update(_ context.Context, id string, responses mcp.InputResponseMap) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.task(id)
+	if err != nil {
+		return err
+	}
+	if t.ready == nil || len(t.pending) == 0 {
+		return nil
+	}
+	for k, r := range responses {
+		if _, ok := t.pending[k]; ok {
+			t.answers[k] = r
+			delete(t.pending, k)
+		}
+	}
+	t.d.LastUpdatedAt = mcptasks.Time(time.Now())
+	if len(t.pending) == 0 {
+		close(t.ready)
+	}
+	return nil
+}
+
+// Cancel implements mcptasks.Handler: a task not finished is cancelled at
+// once and its work stopped; a finished one stays as it is.
+func (f *fixtureTasks) Cancel(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.task(id)
+	if err != nil {
+		return err
+	}
+	if terminal(t.d.Status) {
+		return nil
+	}
+	t.cancel()
+	t.d.Status, t.d.StatusMessage, t.d.InputRequests = mcptasks.Cancelled, "canceled by tasks/cancel", nil
+	t.d.LastUpdatedAt = mcptasks.Time(time.Now())
+	return nil
+}
+
+// addFixtureTaskTool adds a fixture whose call, for a client that declared
+// the Tasks extension, is answered with a task running the work made of
+// the call (nil work: the handler's own result). Any other client gets the
+// work's result as the call's, or -32021 when the tool requires a task.
+func (s *Server) addFixtureTaskTool(name, description string, schema json.RawMessage, required bool,
+	prepare func(req *mcp.CallToolRequest) (fixtureWork, *mcp.CallToolResult)) {
+	s.addFixtureTool(name, description, schema, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !mcptasks.Declared(ctx) && required {
+			return nil, mcptasks.MissingCapability()
+		}
+		work, answer := prepare(req)
+		if work == nil {
+			return answer, nil
+		}
+		if !mcptasks.Declared(ctx) {
+			res, err := work.do(ctx, func(context.Context, mcp.InputRequestMap) (mcp.InputResponseMap, error) { return nil, errFixtureNoTask })
+			if errors.Is(err, errFixtureNoTask) {
+				return fixtureError("%v", err), nil
+			}
+			return res, err
+		}
+		t, err := s.fixtureTasks.start(work)
+		if err != nil {
+			return nil, err
+		}
+		mcptasks.Create(ctx, t)
+		return fixtureText("task %s", t.TaskID), nil // replaced by the task
+	})
+}
+
+// addFixtureTaskTools adds the tools of the tasks-* scenarios.
+func (s *Server) addFixtureTaskTools() {
+	s.addFixtureTool("greet", "Greets a name; never a task.",
+		json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Name string }
+			if bad := fixtureArgs(req, &in, "name"); bad != nil {
+				return bad, nil
+			}
+			return fixtureText("Hello, %s!", in.Name), nil
+		})
+	s.addFixtureTaskTool("slow_compute", "Sleeps the given seconds (at most 60), then answers; a task for a client with the Tasks extension.",
+		json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number","minimum":0,"maximum":60},"label":{"type":"string"}}}`), false,
+		func(req *mcp.CallToolRequest) (fixtureWork, *mcp.CallToolResult) {
+			var in struct {
+				Seconds float64
+				Label   string
+			}
+			if bad := fixtureArgs(req, &in); bad != nil {
+				return nil, bad
+			}
+			d := time.Duration(min(max(in.Seconds, 0), 60) * float64(time.Second))
+			return func(ctx context.Context, _ fixtureAsk) (*mcp.CallToolResult, error) {
+				if err := fixtureWait(ctx, d); err != nil {
+					return nil, err
+				}
+				return fixtureText("computed %q in %v", in.Label, d), nil
+			}, nil
+		})
+	s.addFixtureTaskTool("failing_job", "Fails as a tool (isError) after a moment; requires a task.", fixtureNoArgs, true,
+		func(*mcp.CallToolRequest) (fixtureWork, *mcp.CallToolResult) {
+			return func(ctx context.Context, _ fixtureAsk) (*mcp.CallToolResult, error) {
+				if err := fixtureWait(ctx, 4*fixtureStep); err != nil {
+					return nil, err
+				}
+				return fixtureError("failing_job failed, as it always does"), nil
+			}, nil
+		})
+	s.addFixtureTaskTool("protocol_error_job", "Panics: its task fails with a JSON-RPC error.", fixtureNoArgs, false,
+		func(*mcp.CallToolRequest) (fixtureWork, *mcp.CallToolResult) {
+			return func(context.Context, fixtureAsk) (*mcp.CallToolResult, error) {
+				panic("protocol_error_job panics, as it always does")
+			}, nil
+		})
+	s.addFixtureTaskTool("confirm_delete", "Asks the user to confirm the deletion of a file (elicitation), then answers what was decided.",
+		json.RawMessage(`{"type":"object","properties":{"filename":{"type":"string"}},"required":["filename"]}`), false,
+		func(req *mcp.CallToolRequest) (fixtureWork, *mcp.CallToolResult) {
+			var in struct{ Filename string }
+			if bad := fixtureArgs(req, &in, "filename"); bad != nil {
+				return nil, bad
+			}
+			return func(ctx context.Context, ask fixtureAsk) (*mcp.CallToolResult, error) {
+				answers, err := ask(ctx, mcp.InputRequestMap{"confirm": fixtureForm("Delete "+in.Filename+"?", "confirm", "boolean")})
+				if err != nil {
+					return nil, err
+				}
+				if ok, _ := fixtureAccepted(answers, "confirm")["confirm"].(bool); ok {
+					return fixtureText("deleted %s", in.Filename), nil
+				}
+				return fixtureText("kept %s", in.Filename), nil
+			}, nil
+		})
+	s.addFixtureTaskTool("multi_input", "Asks two questions at once (a name and a confirmation), then answers both.", fixtureNoArgs, false,
+		func(*mcp.CallToolRequest) (fixtureWork, *mcp.CallToolResult) {
+			return func(ctx context.Context, ask fixtureAsk) (*mcp.CallToolResult, error) {
+				answers, err := ask(ctx, mcp.InputRequestMap{
+					"name":    fixtureForm("What is your name?", "name", "string"),
+					"confirm": fixtureForm("Go on?", "confirm", "boolean"),
+				})
+				if err != nil {
+					return nil, err
+				}
+				name, _ := fixtureAccepted(answers, "name")["name"].(string)
+				ok, _ := fixtureAccepted(answers, "confirm")["confirm"].(bool)
+				return fixtureText("name=%s confirm=%t", name, ok), nil
+			}, nil
+		})
+	s.addFixtureTaskTool("test_tool_with_task", "Asks for a name (user_name, a multi round-trip request), then greets it in a task; requires a task.",
+		fixtureNoArgs, true,
+		func(req *mcp.CallToolRequest) (fixtureWork, *mcp.CallToolResult) {
+			name, _ := fixtureAccepted(req.Params.InputResponses, "user_name")["name"].(string)
+			if name == "" {
+				return nil, fixtureNeeds(mcp.InputRequestMap{"user_name": fixtureForm("What is your name?", "name", "string")}, "")
+			}
+			return func(ctx context.Context, _ fixtureAsk) (*mcp.CallToolResult, error) {
+				if err := fixtureWait(ctx, fixtureStep); err != nil {
+					return nil, err
+				}
+				return fixtureText("Hello, %s! (from a task)", name), nil
+			}, nil
 		})
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"stepwise.dev/stepwise/mcptasks"
 )
 
 // HTTPOptions configure the HTTP surface.
@@ -138,33 +140,90 @@ func (h *httpHandlers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cancel()
 	}()
 	r = r.WithContext(ctx)
-	if listensForTasks(r) {
+	msg := peekTaskMessage(r)
+	if e := msg.nameMismatch(r.Header.Get(headerName)); e != nil {
+		writeRefusal(w, http.StatusBadRequest, e)
+		return
+	}
+	if msg.listensForTasks() {
 		h.serveTaskListen(w, r)
 		return
 	}
 	h.stateless.ServeHTTP(w, r)
 }
 
-// listensForTasks reports whether r (its body read by bodyGuard) is a
-// subscriptions/listen that asks for notifications/tasks.
-func listensForTasks(r *http.Request) bool {
+// headerName is SEP-2243's Mcp-Name: the name a request acts on, which
+// the Tasks extension sets to the task id of tasks/get, tasks/update and
+// tasks/cancel.
+const headerName = "Mcp-Name"
+
+// taskMessage is what stepwise reads of a stateless POST before the SDK
+// does: the fields of the Tasks extension's requests.
+type taskMessage struct {
+	ID     jsonrpc.ID
+	Method string
+	Params struct {
+		TaskID        *string `json:"taskId"`
+		Notifications struct {
+			TaskIDs []string `json:"taskIds"`
+		} `json:"notifications"`
+	}
+}
+
+// peekTaskMessage reads r's body (read by bodyGuard already) as a single
+// request, leaving it to be read again; the zero message if it is not one
+// of the Tasks extension's methods or subscriptions/listen.
+func peekTaskMessage(r *http.Request) taskMessage {
+	var msg taskMessage
 	if r.Method != http.MethodPost || r.Body == nil {
-		return false
+		return msg
 	}
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return false
+		return msg
 	}
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Notifications struct {
-				TaskIDs []string `json:"taskIds"`
-			} `json:"notifications"`
-		} `json:"params"`
+	var raw struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
 	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == "subscriptions/listen" && len(msg.Params.Notifications.TaskIDs) > 0
+	if json.Unmarshal(body, &raw) != nil {
+		return msg
+	}
+	switch raw.Method {
+	case mcptasks.MethodGet, mcptasks.MethodUpdate, mcptasks.MethodCancel, "subscriptions/listen":
+	default:
+		return msg // read no further
+	}
+	msg.Method = raw.Method
+	if len(raw.Params) > 0 && json.Unmarshal(raw.Params, &msg.Params) != nil {
+		return taskMessage{}
+	}
+	msg.ID = headID(body)
+	return msg
+}
+
+// nameMismatch is the refusal (-32020, SEP-2243) of a tasks/get,
+// tasks/update or tasks/cancel whose Mcp-Name header names another task
+// than its taskId; nil when it matches or is not sent (clients of the
+// go-sdk send it only for tools, resources and prompts).
+func (m taskMessage) nameMismatch(name string) *messageError {
+	switch m.Method {
+	case mcptasks.MethodGet, mcptasks.MethodUpdate, mcptasks.MethodCancel:
+	default:
+		return nil
+	}
+	if name == "" || m.Params.TaskID == nil || *m.Params.TaskID == name {
+		return nil
+	}
+	return &messageError{id: m.ID, err: &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
+		Message: fmt.Sprintf("header mismatch: Mcp-Name header value %q does not match the body's taskId %q", name, *m.Params.TaskID)}}
+}
+
+// listensForTasks reports whether the message is a subscriptions/listen
+// that asks for notifications/tasks.
+func (m taskMessage) listensForTasks() bool {
+	return m.Method == "subscriptions/listen" && len(m.Params.Notifications.TaskIDs) > 0
 }
 
 // serveTaskListen serves a stateless subscriptions/listen that asks for

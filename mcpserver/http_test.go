@@ -270,6 +270,40 @@ func TestHTTPStatelessProtocol(t *testing.T) {
 	}
 }
 
+// TestHTTPTaskMcpName: a tasks/get, tasks/update or tasks/cancel whose
+// Mcp-Name header names another task than its taskId is refused with HTTP
+// 400 and -32020 (SEP-2243, SEP-2663); a matching header, or none, goes
+// through (to -32602 here: the task is unknown).
+func TestHTTPTaskMcpName(t *testing.T) {
+	c := serveHTTPTest(t, HTTPOptions{})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		body := `{"jsonrpc":"2.0","id":5,"method":"` + method + `","params":{` + meta + `,"taskId":"swt_a","inputResponses":{}}}`
+		hdr := map[string]string{headerProtocol: statelessProtocol, "Mcp-Method": method, "Mcp-Name": "swt_b"}
+		answer := func() (int, float64, int64) {
+			t.Helper()
+			res := c.do(http.MethodPost, body, hdr)
+			var msg struct {
+				ID    float64
+				Error struct{ Code int64 }
+			}
+			if err := json.NewDecoder(res.Body).Decode(&msg); err != nil {
+				t.Fatalf("%s: %v", method, err)
+			}
+			return res.StatusCode, msg.ID, msg.Error.Code
+		}
+		if status, id, code := answer(); status != http.StatusBadRequest || code != mcp.CodeHeaderMismatch || id != 5 {
+			t.Errorf("%s with a mismatched Mcp-Name: HTTP %d, id %v, code %d", method, status, id, code)
+		}
+		for _, name := range []string{"swt_a", ""} {
+			hdr["Mcp-Name"] = name
+			if status, id, code := answer(); code != jsonrpc.CodeInvalidParams || id != 5 { // the SDK's HTTP status for -32602
+				t.Errorf("%s with Mcp-Name %q: HTTP %d, id %v, code %d", method, name, status, id, code)
+			}
+		}
+	}
+}
+
 // TestHTTPProgressOnTheCallStream: what a tool sends during a call goes on
 // that call's stream, before its answer.
 func TestHTTPProgressOnTheCallStream(t *testing.T) {

@@ -82,6 +82,9 @@ type Server struct {
 	https  []*httpHandlers // the streamable-HTTP handlers of HTTPHandler
 
 	tasks *tasks // runs as tasks (the MCP Tasks extension, task.go)
+	// fixtureTasks are the conformance fixtures' tasks (fixture.go), nil
+	// without AddConformanceFixtures.
+	fixtureTasks *fixtureTasks
 }
 
 // New builds the server and registers its tools, resources and prompts.

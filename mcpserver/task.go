@@ -79,13 +79,30 @@ func (s *Server) asTask(ctx context.Context, req *mcp.CallToolRequest, runID str
 	return mcptasks.Create(ctx, t.Task), nil
 }
 
-// tasks serves the extension's methods from runs.
-type tasks struct{ s *Server }
+// tasks serves the extension's methods from runs; the ids of the
+// conformance fixtures' tasks (fixtureTaskPrefix) go to fixtures, when the
+// server has them.
+type tasks struct {
+	s *Server
+	// fixtures is set by AddConformanceFixtures, before the server serves.
+	fixtures *fixtureTasks
+}
+
+// fixture is the handler of a fixture task's id, nil for any other id.
+func (t *tasks) fixture(id string) mcptasks.Handler {
+	if t.fixtures != nil && strings.HasPrefix(id, fixtureTaskPrefix) {
+		return t.fixtures
+	}
+	return nil
+}
 
 func newTasks(s *Server) *tasks { return &tasks{s: s} }
 
 // Get implements mcptasks.Handler.
 func (t *tasks) Get(ctx context.Context, id string) (*mcptasks.DetailedTask, error) {
+	if f := t.fixture(id); f != nil {
+		return f.Get(ctx, id)
+	}
 	runID, err := t.s.taskRun(id)
 	if err != nil {
 		return nil, err
@@ -307,6 +324,9 @@ func answerOf(p *engine.Pause, content map[string]any) any {
 // pause, those of parallel branches too); other keys are ignored. A refused answer (or a declined or canceled elicitation)
 // leaves the pause open, offered again under a new key.
 func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputResponseMap) error {
+	if f := t.fixture(id); f != nil {
+		return f.Update(ctx, id, responses)
+	}
 	runID, err := t.s.taskRun(id)
 	if err != nil {
 		return err
@@ -386,6 +406,9 @@ func violationText(v workflow.Violation) string {
 // Cancel implements mcptasks.Handler: the run is canceled (a run already
 // finished stays as it is).
 func (t *tasks) Cancel(ctx context.Context, id string) error {
+	if f := t.fixture(id); f != nil {
+		return f.Cancel(ctx, id)
+	}
 	runID, err := t.s.taskRun(id)
 	if err != nil {
 		return err

@@ -110,8 +110,37 @@ type GetParams struct {
 // UpdateParams are tasks/update's parameters.
 type UpdateParams struct {
 	mcp.ParamsBase
-	TaskID         string               `json:"taskId"`
-	InputResponses mcp.InputResponseMap `json:"inputResponses"`
+	TaskID         string         `json:"taskId"`
+	InputResponses InputResponses `json:"inputResponses"`
+}
+
+// InputResponses are tasks/update's input responses, read leniently: a
+// response that is not one the SDK can read (an elicitation, sampling or
+// roots result) is left out instead of refusing the request, since keys
+// that are not outstanding are to be ignored whatever they carry, and an
+// outstanding request whose response is left out stays outstanding.
+type InputResponses mcp.InputResponseMap
+
+// UnmarshalJSON reads every response of the object on its own (see
+// InputResponses); data that is no object is an error.
+func (r *InputResponses) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	out := make(InputResponses, len(raw))
+	for k, v := range raw {
+		one, err := json.Marshal(map[string]json.RawMessage{k: v})
+		if err != nil {
+			continue
+		}
+		var m mcp.InputResponseMap
+		if json.Unmarshal(one, &m) == nil && m[k] != nil {
+			out[k] = m[k]
+		}
+	}
+	*r = out
+	return nil
 }
 
 // ErrUnknownTask is what a Handler returns for a task id it does not know
@@ -150,7 +179,7 @@ func Install(s *mcp.Server, h Handler) error {
 			return &GetTaskResult{ResultType: "complete", DetailedTask: *t}, nil
 		}),
 		mcp.AddReceivingCustomMethod(s, MethodUpdate, func(ctx context.Context, _ *mcp.ServerSession, p *UpdateParams) (*AckResult, error) {
-			if err := h.Update(ctx, p.TaskID, p.InputResponses); err != nil {
+			if err := h.Update(ctx, p.TaskID, mcp.InputResponseMap(p.InputResponses)); err != nil {
 				return nil, wireError(err)
 			}
 			return &AckResult{ResultType: "complete"}, nil

@@ -257,6 +257,31 @@ func TestDeclaringClientGetsTaskAndDrivesIt(t *testing.T) {
 	}
 }
 
+// A response the SDK cannot read is left out, not refused: under a key
+// that is not outstanding it is ignored, under an outstanding one the
+// request stays outstanding; the readable ones of the same update count.
+func TestUpdateWithUnreadableResponses(t *testing.T) {
+	s, _ := newServer(t)
+	c := connectRaw(t, s)
+	c.ok("tools/call", map[string]any{"name": "hello", "arguments": map[string]any{}})
+	ack := c.ok("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{
+		"unknown-key": map[string]any{"ignored": true}, "name": map[string]any{"neither": "action"}}})
+	if ack["resultType"] != "complete" {
+		t.Fatalf("tasks/update ack: %v", ack)
+	}
+	if st := c.ok("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "input_required" {
+		t.Fatalf("after unreadable responses: %v, want input_required", st)
+	}
+	c.ok("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{
+		"unknown-key": map[string]any{"ignored": true}, "name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}})
+	if st := c.ok("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "completed" {
+		t.Fatalf("after a readable response beside an unreadable one: %v, want completed", st)
+	}
+	if _, we := c.call("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": []any{1}}, true); we == nil || we.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("inputResponses not an object: want -32602, got %v", we)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	s, _ := newServer(t)
 	c := connectRaw(t, s)

@@ -106,22 +106,22 @@ include=(
   input-required-result-capability-check@2026-07-28
   input-required-result-ignore-extra-params@2026-07-28
   input-required-result-validate-input@2026-07-28
+  # Tasks extension (SEP-2663), fixture tools of mcpserver/fixture.go served as tasks
+  tasks-lifecycle@extension               # slow_compute, failing_job, protocol_error_job: working, completed (isError too), failed, cancelled
+  tasks-capability-negotiation@extension  # advertised; -32021 without the extension; per-request opt-in
+  tasks-wire-fields@extension             # ttlMs, pollIntervalMs; no legacy keys
+  tasks-request-state-removal@extension   # no requestState on tasks
+  tasks-mrtr-input@extension              # confirm_delete, multi_input: input_required, tasks/update, partial answers
+  tasks-request-headers@extension         # Mcp-Name is the task id on tasks/*: a mismatch is -32020
+  tasks-dispatch-and-envelope@extension   # tasks/result and tasks/list removed, resultType, durable create, unknown id -32602
+  tasks-required-task-error@extension     # a task-required tool called without the extension: -32021 naming it
+  tasks-mrtr-composition@extension        # test_tool_with_task: an input_required round, then a task
 )
 
 # Runs that are not made, each with its reason.
-tasks_reason="Tasks extension (SEP-2663): its scenarios call the reference server's task fixtures (slow_compute, greet, confirm_delete, failing_job, protocol_error_job, multi_input, test_tool_with_task) served as tasks; stepwise's Tasks support (branch tasks) is not merged here and mcpserver/fixture.go has no task fixtures"
 skills_reason="Skills extension (SEP-2640), which stepwise does not offer: against a server that does not declare it every check is SKIPPED, so a run would pass without testing anything"
 declare -A exclude=(
-  [tasks-lifecycle@extension]=$tasks_reason
-  [tasks-capability-negotiation@extension]=$tasks_reason
-  [tasks-wire-fields@extension]=$tasks_reason
-  [tasks-request-state-removal@extension]=$tasks_reason
-  [tasks-mrtr-input@extension]=$tasks_reason
-  [tasks-request-headers@extension]=$tasks_reason
-  [tasks-dispatch-and-envelope@extension]=$tasks_reason
   [tasks-status-notifications@extension]="Tasks extension: the suite itself skips it (\"pending subscriptions/listen rewrite\"), so it has no check to pass"
-  [tasks-required-task-error@extension]=$tasks_reason
-  [tasks-mrtr-composition@extension]=$tasks_reason
   [sep-2640-skills-directory@extension]=$skills_reason
   [sep-2640-skills-enumeration@extension]=$skills_reason
   [sep-2640-skills-manifest@extension]=$skills_reason
@@ -192,19 +192,26 @@ broken=0 # the server misbehaved besides the scenarios
 start=$SECONDS
 # One suite process per protocol runs every scenario of it (a process per
 # scenario would spend most of the run starting Node); extension scenarios
-# run one by one. The excluded runs of a protocol run too and are not read.
+# run one by one, each in its own process, all at once (the Tasks ones
+# mostly wait for their tasks), beside the protocols' processes. The
+# excluded runs of a protocol run too and are not read.
 declare -A protocols=()
+extensions=() # their processes' ids
 for run in "${include[@]}"; do
   v=${run#*@}
   if [ "$v" = extension ]; then
     s=${run%@*}
-    timeout 120 "$node22" "$suite" server --url "$url" --scenario "$s" -o "$work/results/extension" >>"$work/suite-extension.log" 2>&1 || true
+    timeout 120 "$node22" "$suite" server --url "$url" --scenario "$s" -o "$work/results/extension" >"$work/suite-extension-$s.log" 2>&1 &
+    extensions+=($!)
   else
     protocols[$v]=1
   fi
 done
 for v in "${!protocols[@]}"; do
   timeout 150 "$node22" "$suite" server --url "$url" --suite all --spec-version "$v" -o "$work/results/$v" >"$work/suite-$v.log" 2>&1 || true
+done
+for pid in "${extensions[@]}"; do
+  wait "$pid" || true # their exit status is not read: checks.json is
 done
 
 # Each included run passes when the suite saved its checks, with at least
