@@ -201,16 +201,18 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 }
 
 func TestHTTPSessionEndsWhenIdle(t *testing.T) {
-	c := serveHTTPTest(t, HTTPOptions{SessionTimeout: 150 * time.Millisecond})
+	// A timeout ten times the pings' spacing, so that a loaded machine's
+	// stalls do not end the session while it is used.
+	c := serveHTTPTest(t, HTTPOptions{SessionTimeout: time.Second})
 	c.initialize()
 	ping := `{"jsonrpc":"2.0","id":5,"method":"ping"}`
 	for range 3 { // requests keep it alive
-		time.Sleep(60 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 		if res := c.do(http.MethodPost, ping, nil); res.StatusCode != http.StatusOK {
 			t.Fatalf("ping within the timeout: %d", res.StatusCode)
 		}
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	if res := c.do(http.MethodPost, ping, nil); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("ping after the timeout: %d", res.StatusCode)
 	}
