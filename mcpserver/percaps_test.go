@@ -45,14 +45,11 @@ func rawCall(t *testing.T, conn mcp.Connection, id int64, method string, params 
 	}
 }
 
-func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
-
-// TestCapabilitiesArePerRequest: from protocol 2026-07-28 a client's
-// capabilities travel with each request, and one connection may declare
-// elicitation on one call and not on the next: the question is put to the
-// person (inputRequests) only on the call that declared it.
-func TestCapabilitiesArePerRequest(t *testing.T) {
-	e := newEnv(t, Options{}, service.Options{})
+// rawConnection is the client end of an in-memory session with e's server,
+// for requests written by hand (no initialize: 2026-07-28 requests carry
+// their _meta).
+func rawConnection(t *testing.T, e *env) mcp.Connection {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := e.srv.MCP().Connect(context.Background(), st, nil)
 	if err != nil {
@@ -63,6 +60,18 @@ func TestCapabilitiesArePerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(); _ = ss.Wait() })
+	return conn
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestCapabilitiesArePerRequest: from protocol 2026-07-28 a client's
+// capabilities travel with each request, and one connection may declare
+// elicitation on one call and not on the next: the question is put to the
+// person (inputRequests) only on the call that declared it.
+func TestCapabilitiesArePerRequest(t *testing.T) {
+	e := newEnv(t, Options{}, service.Options{})
+	conn := rawConnection(t, e)
 	meta := func(caps string) string {
 		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":` + caps + `}`
 	}
@@ -89,16 +98,7 @@ func TestCapabilitiesArePerRequest(t *testing.T) {
 // agent answers with run_continue.
 func TestTaskNeedsElicitation(t *testing.T) {
 	e := newEnv(t, Options{}, service.Options{})
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := e.srv.MCP().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ct.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(); _ = ss.Wait() })
+	conn := rawConnection(t, e)
 	call := func(id int64, caps string) map[string]any {
 		return rawCall(t, conn, id, "tools/call", `{"name":"run_start","arguments":{"workflow":"greet","wait_seconds":10},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":`+caps+`}}`)
 	}

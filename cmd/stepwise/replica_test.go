@@ -3,19 +3,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -78,25 +75,7 @@ func startReplica(t *testing.T, bin, home, db string, args ...string) string {
 // startReplicaProc is startReplica that also returns the process.
 func startReplicaProc(t *testing.T, bin, home, db string, args ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--home", home, "--database", db, "serve", "--http", "127.0.0.1:0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`serving MCP at (\S+)`)
-	for lines.Scan() {
-		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return m[1], cmd
-		}
-	}
-	t.Fatalf("serve --http printed no address")
-	return "", nil
+	return serveProc(t, bin, append([]string{"--home", home, "--database", db, "serve", "--http", "127.0.0.1:0"}, args...)...)
 }
 
 const replicaWorkflow = `version: 1

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,14 +10,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,25 +85,8 @@ func refusedAtStart(t *testing.T, want string, args ...string) {
 // startedHTTP starts serve with args and returns the URL it announces.
 func startedHTTP(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(sharedBinary(t), append([]string{"--home", t.TempDir(), "serve"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`serving MCP at (\S+)`)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return m[1]
-		}
-	}
-	t.Fatalf("%v: announced no address", args)
-	return ""
+	u, _ := serveProc(t, sharedBinary(t), append([]string{"--home", t.TempDir(), "serve"}, args...)...)
+	return u
 }
 
 // `serve --http` checks everything before it announces where it serves:

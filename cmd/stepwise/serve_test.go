@@ -252,7 +252,14 @@ func TestServeStdioSession(t *testing.T) {
 // startHTTP starts `serve --http` on a free port and returns its URL.
 func startHTTP(t testing.TB, bin string, args ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--home", libraryHome(t), "serve", "--http", "127.0.0.1:0"}, args...)...)
+	return serveProc(t, bin, append([]string{"--home", libraryHome(t), "serve", "--http", "127.0.0.1:0"}, args...)...)
+}
+
+// serveProc runs bin with args (a `serve` that announces its address),
+// killed when the test ends, and returns the MCP URL it announced.
+func serveProc(t testing.TB, bin string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +276,7 @@ func startHTTP(t testing.TB, bin string, args ...string) (string, *exec.Cmd) {
 			return m[1], cmd
 		}
 	}
-	t.Fatalf("serve --http printed no address")
+	t.Fatalf("%v: announced no address", args)
 	return "", nil
 }
 

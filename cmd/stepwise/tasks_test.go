@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -187,26 +186,9 @@ func TestTasksSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func() (string, *exec.Cmd) {
-		cmd := exec.Command(bin, "--home", home, "serve", "--http", "127.0.0.1:0")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		lines := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`serving MCP at (\S+)`)
-		for lines.Scan() {
-			if m := re.FindStringSubmatch(lines.Text()); m != nil {
-				go func() { _, _ = io.Copy(io.Discard, stderr) }()
-				return m[1], cmd
-			}
-		}
-		t.Fatal("serve --http printed no address")
-		return "", nil
+		return serveProc(t, bin, "--home", home, "serve", "--http", "127.0.0.1:0")
 	}
+
 	c := &taskClient{t: t}
 	url1, first := serve()
 	id, _ := c.ok(url1, "tools/call", map[string]any{"name": "run_start", "arguments": map[string]any{"workflow": "hello", "inputs": map[string]any{"who": "Ada"}}})["taskId"].(string)
