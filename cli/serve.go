@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -201,6 +203,12 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	sessionLog := mcpserver.NewSessionLog()
 	local := newHandler(logOut, &slog.HandlerOptions{Level: level})
 	logger := slog.New(secret.NewHandler(mcpserver.TeeHandler{local, sessionLog}, secret.NewMasker()))
+	// Actions' free-form output goes where the logs go; in JSON, each of
+	// its lines as a record of its own, so that every line stays JSON.
+	actionOut := logOut
+	if o.logFormat == "json" {
+		actionOut = &lineRecords{log: logger}
+	}
 	protocolLevel := max(level, slog.LevelWarn) // the SDK is chatty at info
 	protocolLogger := slog.New(newHandler(logOut, &slog.HandlerOptions{Level: protocolLevel}))
 
@@ -253,7 +261,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	}
 	opening := make(chan opened, 1)
 	go func() {
-		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
+		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: actionOut, ShutdownGrace: 5 * time.Second,
 			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL, MaxDrivenRuns: o.maxDriven, CommitObserver: commitObserver})
 		opening <- opened{svc, err}
 	}()
@@ -383,6 +391,37 @@ func logHandler(format string) (func(io.Writer, *slog.HandlerOptions) slog.Handl
 		return func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }, nil
 	}
 	return nil, usageErr("--log-format %q: give text or json", format)
+}
+
+// lineRecords writes each line written to it as an info record ("action
+// output", text=the line) of log; a line longer than maxOutputLine goes
+// out in pieces of that size.
+type lineRecords struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+const maxOutputLine = 64 << 10
+
+func (l *lineRecords) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) < maxOutputLine {
+				return len(p), nil
+			}
+			i = maxOutputLine
+		}
+		l.log.Info("action output", "text", string(bytes.TrimSuffix(l.buf[:i], []byte("\r"))))
+		if i < len(l.buf) && l.buf[i] == '\n' {
+			i++
+		}
+		l.buf = append(l.buf[:0], l.buf[i:]...)
+	}
 }
 
 func parseLevel(s string) (slog.Level, error) {
