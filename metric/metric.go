@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"stepwise.dev/stepwise/engine"
@@ -92,7 +93,7 @@ func New() *Metrics {
 		workflows: map[string]struct{}{},
 	}
 	m.reg.MustRegister(m.runs, m.steps, m.stepDur, m.runDur, m.commitDur, m.mcpReqs, m.mcpDur, m.httpReqs, m.httpDur,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -90,7 +90,9 @@ func TestMCPMiddlewareLabels(t *testing.T) {
 	m := New()
 	mw := m.MCPMiddleware()
 	ok := mw(func(context.Context, string, mcp.Request) (mcp.Result, error) { return &mcp.CallToolResult{}, nil })
-	toolErr := mw(func(context.Context, string, mcp.Request) (mcp.Result, error) { return &mcp.CallToolResult{IsError: true}, nil })
+	toolErr := mw(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		return &mcp.CallToolResult{IsError: true}, nil
+	})
 	fail := mw(func(context.Context, string, mcp.Request) (mcp.Result, error) { return nil, errors.New("no") })
 	ctx := context.Background()
 	_, _ = ok(ctx, "tools/call", nil)
