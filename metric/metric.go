@@ -183,7 +183,9 @@ func (m *Metrics) event(ctx context.Context, ev engine.Event, lookup func(contex
 		var d struct {
 			Kind string `json:"kind"`
 		}
-		_ = json.Unmarshal(ev.Data, &d)
+		if len(ev.Data) > 0 { // the step.started published before its commit has none
+			_ = json.Unmarshal(ev.Data, &d)
+		}
 		m.mu.Lock()
 		if ri := m.tracked[ev.RunID]; ri != nil {
 			s, seen := ri.steps[ev.StepID]

@@ -61,3 +61,53 @@ func TestStoreGauges(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStoreGauges is a scrape's store read with 20,000 runs no
+// process drives and 2,000 open pauses (go test -bench StoreGauges
+// -run x ./service).
+func BenchmarkStoreGauges(b *testing.B) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		b.Run(db, func(b *testing.B) {
+			opts := Options{Home: b.TempDir(), Durability: "normal"}
+			if db == "postgres" {
+				opts.Database = pgtest.Schema(b)
+			}
+			ctx := context.Background()
+			s, err := Open(ctx, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close(ctx)
+			path := filepath.Join(b.TempDir(), "ask.yaml")
+			if err := os.WriteFile(path, []byte("version: 1\nname: ask\nsteps:\n  - id: who\n    ask: {prompt: \"Who?\", type: string}\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			l, err := s.LoadWorkflow(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range 20_000 {
+				if _, err := s.StartRun(ctx, l, nil, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range 2_000 {
+				id, err := s.StartRun(ctx, l, nil, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Wait(ctx, id, time.Minute); err != nil {
+					b.Fatal(err)
+				}
+			}
+			gr := s.Store.(store.GaugeReader)
+			b.ResetTimer()
+			for b.Loop() {
+				g, err := gr.Gauges(ctx, time.Now(), 1_000_000)
+				if err != nil || g.OpenPauses != 2_000 || g.RunsWaitingToBeDriven != 20_000 {
+					b.Fatalf("%+v %v", g, err)
+				}
+			}
+		})
+	}
+}
