@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/mcpserver"
+	"stepwise.dev/stepwise/metric"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/service"
 )
@@ -46,6 +49,7 @@ type serveOptions struct {
 	publicURL       string
 	logFile         string
 	logLevel        string
+	logFormat       string
 	retention       durationFlag
 	maxRuns         int
 	allowShell      bool
@@ -109,6 +113,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, for links to secret pages (default: from --http)")
 	f.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", "text (key=value lines) or json (one JSON object a line)")
 	f.Var(&o.retention, "retention", "purge finished runs and their history once they are this old (e.g. 30d), at start and hourly")
 	f.IntVar(&o.maxRuns, "max-runs", 0, "keep at most this many finished runs, the newest, purging older ones with their history (0: no limit)")
 	f.BoolVar(&o.allowShell, "allow-shell", false, "let workflows run any command on this machine: shell steps, mcp steps with an inline command (off for MCP callers otherwise)")
@@ -126,6 +131,10 @@ func newServeCmd(g *globals) *cobra.Command {
 
 func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	newHandler, err := logHandler(o.logFormat)
 	if err != nil {
 		return err
 	}
@@ -192,10 +201,16 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		logOut = f
 	}
 	sessionLog := mcpserver.NewSessionLog()
-	local := slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})
+	local := newHandler(logOut, &slog.HandlerOptions{Level: level})
 	logger := slog.New(secret.NewHandler(mcpserver.TeeHandler{local, sessionLog}, secret.NewMasker()))
+	// Actions' free-form output goes where the logs go; in JSON, each of
+	// its lines as a record of its own, so that every line stays JSON.
+	actionOut := logOut
+	if o.logFormat == "json" {
+		actionOut = &lineRecords{log: logger}
+	}
 	protocolLevel := max(level, slog.LevelWarn) // the SDK is chatty at info
-	protocolLogger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: protocolLevel}))
+	protocolLogger := slog.New(newHandler(logOut, &slog.HandlerOptions{Level: protocolLevel}))
 
 	// Everything HTTP needs is checked before anything is announced: the
 	// address, the key pair, the listener.
@@ -225,6 +240,14 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		baseURL = strings.TrimSuffix(baseURL, "/")
 	}
 
+	// Metrics are kept when there is an HTTP surface to serve them.
+	var metrics *metric.Metrics
+	var commitObserver func(time.Duration)
+	if ln != nil {
+		metrics = metric.New()
+		commitObserver = metrics.ObserveCommit
+	}
+
 	ctx, stop, which := serveSignals()
 	defer stop()
 	// The store opens while the MCP server's tools are built: neither needs
@@ -238,12 +261,12 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	}
 	opening := make(chan opened, 1)
 	go func() {
-		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: logOut, ShutdownGrace: 5 * time.Second,
-			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL, MaxDrivenRuns: o.maxDriven})
+		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: actionOut, ShutdownGrace: 5 * time.Second,
+			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL, MaxDrivenRuns: o.maxDriven, CommitObserver: commitObserver})
 		opening <- opened{svc, err}
 	}()
 	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Tools: tools, Logger: logger,
-		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes})
+		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes, Metrics: metrics})
 	sessionLog.Attach(srv)
 	if o.fixtures {
 		srv.AddConformanceFixtures()
@@ -269,6 +292,14 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		}
 		svc = op.svc
 		srv.Attach(svc)
+		if metrics != nil {
+			// Before Recover: the runs it resumes are counted too.
+			metrics.CountFromStore(svc.Store, time.Now)
+			metrics.Watch(ctx, svc.Engine, func(ctx context.Context, runID string) (string, time.Time, error) {
+				r, err := svc.Store.GetRun(ctx, runID)
+				return r.Workflow, r.CreatedAt, err
+			})
+		}
 		if n, err := svc.Recover(ctx); err != nil {
 			logger.Error("recover runs", "error", err)
 		} else if n > 0 {
@@ -291,7 +322,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 			return startErr
 		}
 		if ln != nil {
-			err = serveHTTP(ctx, ln, tlsConfig, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy)
+			err = serveHTTP(ctx, ln, tlsConfig, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy, metrics)
 		} else {
 			err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), func() ([]any, error) { return policy, nil })
 		}
@@ -348,6 +379,49 @@ func (o *serveOptions) shellPolicy() (action.ShellPolicy, error) {
 		}
 	}
 	return action.ShellPolicy{Enabled: o.allowShell || len(o.allowShellCmds) > 0, Allow: o.allowShellCmds}, nil
+}
+
+// logHandler returns the constructor of the log handler --log-format
+// names: slog's text or JSON handler (the secret masker wraps either).
+func logHandler(format string) (func(io.Writer, *slog.HandlerOptions) slog.Handler, error) {
+	switch format {
+	case "text", "":
+		return func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }, nil
+	case "json":
+		return func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }, nil
+	}
+	return nil, usageErr("--log-format %q: give text or json", format)
+}
+
+// lineRecords writes each line written to it as an info record ("action
+// output", text=the line) of log; a line longer than maxOutputLine goes
+// out in pieces of that size.
+type lineRecords struct {
+	log *slog.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+const maxOutputLine = 64 << 10
+
+func (l *lineRecords) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) < maxOutputLine {
+				return len(p), nil
+			}
+			i = maxOutputLine
+		}
+		l.log.Info("action output", "text", string(bytes.TrimSuffix(l.buf[:i], []byte("\r"))))
+		if i < len(l.buf) && l.buf[i] == '\n' {
+			i++
+		}
+		l.buf = append(l.buf[:0], l.buf[i:]...)
+	}
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -483,9 +557,9 @@ func runSession(ctx context.Context, ss *mcp.ServerSession) error {
 // serveHTTP serves ln (through TLS with tlsConfig, when there is one: its
 // key pair is loaded already, so nothing is left to fail once the address
 // is announced).
-func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any) error {
+func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any, metrics *metric.Metrics) error {
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(mcpserver.HTTPOptions{AuthTokens: o.authTokens, SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins}),
+		Handler:           srv.HTTPHandler(mcpserver.HTTPOptions{AuthTokens: o.authTokens, SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins, Metrics: metrics}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		TLSConfig:         tlsConfig,

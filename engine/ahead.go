@@ -202,7 +202,7 @@ func (e *Engine) flush(ctx context.Context, runID string, a *ahead) {
 		var res store.CommitResult
 		var err error
 		if err = e.leaseCommit(nil, &c); err == nil {
-			res, err = e.store.Commit(ctx, c)
+			res, err = e.storeCommit(ctx, c)
 			e.leaseCommitted(c, res, err)
 		}
 

@@ -388,7 +388,7 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 		err = e.leaseCommit(rs, &c)
 	}
 	if err == nil {
-		res, err = e.store.Commit(ctx, c)
+		res, err = e.storeCommit(ctx, c)
 		if rs.leased {
 			e.leaseCommitted(c, res, err)
 		}

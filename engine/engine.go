@@ -66,6 +66,10 @@ type Config struct {
 	// LeaseTTL is how long a run's lease lasts without a heartbeat
 	// (default 15s; lease.go): a crashed process's runs move on after it.
 	LeaseTTL time.Duration
+	// CommitObserver, when set, is told how long each commit of a step's
+	// results took in the store (success or not): the metrics' commit
+	// latency. Called on the driver's goroutine: it must be quick.
+	CommitObserver func(time.Duration)
 }
 
 // WorkflowDef is a validated workflow ready to run.
@@ -81,6 +85,7 @@ type WorkflowDef struct {
 // Engine executes runs.
 type Engine struct {
 	store     store.Store
+	onCommit  func(time.Duration)
 	actions   *action.Registry
 	signer    *token.Signer
 	sealer    *secret.Sealer
@@ -164,6 +169,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		store:     cfg.Store,
+		onCommit:  cfg.CommitObserver,
 		actions:   cfg.Actions,
 		signer:    token.NewSigner(cfg.Key),
 		sealer:    sealer,
@@ -547,4 +553,16 @@ func notFound(runID string, err error) error {
 // Definition returns the workflow a version pinned.
 func (e *Engine) Definition(ctx context.Context, version string) (*workflow.Workflow, error) {
 	return e.definition(ctx, version)
+}
+
+// storeCommit is the store's Commit of a step's results, timed for
+// Config.CommitObserver.
+func (e *Engine) storeCommit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
+	if e.onCommit == nil {
+		return e.store.Commit(ctx, c)
+	}
+	t := time.Now()
+	res, err := e.store.Commit(ctx, c)
+	e.onCommit(time.Since(t))
+	return res, err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"stepwise.dev/stepwise/mcptasks"
+	"stepwise.dev/stepwise/metric"
 )
 
 // HTTPOptions configure the HTTP surface.
@@ -37,6 +38,9 @@ type HTTPOptions struct {
 	// AllowedOrigins are browser origins allowed besides the server's own
 	// (scheme://host:port).
 	AllowedOrigins []string
+	// Metrics, when set, are served at /metrics (behind the bearer tokens
+	// when there are any) and count the HTTP requests of every route.
+	Metrics *metric.Metrics
 }
 
 // HTTPHandler serves streamable HTTP at /mcp, the one-time secret pages at
@@ -80,20 +84,50 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	s.https = append(s.https, h)
 	s.httpMu.Unlock()
 	var mcpHandler http.Handler = bodyGuard(limit, h)
+	var metricsHandler http.Handler
+	if o.Metrics != nil {
+		metricsHandler = o.Metrics.Handler()
+	}
 	mux := http.NewServeMux()
+	// route mounts h at pattern, counted under that pattern.
+	route := func(pattern string, h http.Handler) {
+		if o.Metrics != nil {
+			h = o.Metrics.HTTP(pattern, h)
+		}
+		mux.Handle(pattern, h)
+	}
 	if len(o.AuthTokens) > 0 {
 		meta := "/.well-known/oauth-protected-resource/mcp"
-		mcpHandler = auth.RequireBearerToken(tokenVerifier(o.AuthTokens), &auth.RequireBearerTokenOptions{
-			ResourceMetadataURL: s.opts.BaseURL + meta, AllowMissingExpiration: true})(mcpHandler)
+		requireToken := auth.RequireBearerToken(tokenVerifier(o.AuthTokens), &auth.RequireBearerTokenOptions{
+			ResourceMetadataURL: s.opts.BaseURL + meta, AllowMissingExpiration: true})
+		mcpHandler = requireToken(mcpHandler)
+		if metricsHandler != nil {
+			metricsHandler = requireToken(metricsHandler)
+		}
 		md := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource: s.opts.BaseURL + "/mcp", BearerMethodsSupported: []string{"header"}, ResourceName: "stepwise"})
-		mux.Handle(meta, md)
-		mux.Handle("/.well-known/oauth-protected-resource", md)
+		route(meta, md)
+		route("/.well-known/oauth-protected-resource", md)
 	}
-	mux.Handle("/mcp", originGuard(o.AllowedOrigins, mcpHandler))
-	mux.Handle("/secrets/", s.SecretHandler())
-	mux.HandleFunc("/healthz", s.healthz)
-	return mux
+	route("/mcp", originGuard(o.AllowedOrigins, mcpHandler))
+	route("/secrets/", s.SecretHandler())
+	route("/healthz", http.HandlerFunc(s.healthz))
+	route("/readyz", http.HandlerFunc(s.readyz))
+	if metricsHandler != nil {
+		route("/metrics", metricsHandler)
+	}
+	if o.Metrics == nil {
+		return mux
+	}
+	// What no route serves is counted as one route, whatever its path.
+	other := o.Metrics.HTTP("other", mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			other.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // eventStoreBytes bounds what the event store keeps of all sessions'
@@ -483,4 +517,36 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
+}
+
+// readyz answers a readiness probe: 200 when the server serves HTTP, its
+// service has started (runs recovered, sessions' requests let through)
+// and its store answers within 2 s; 503 otherwise. Unlike /healthz, which
+// says only "ok" or why not, the answer names each check and its state,
+// one per line ("serving ok", "service starting", "store unavailable: …"),
+// so that a probe's log tells which one failed.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	service, store := "ok", "ok"
+	select {
+	case <-s.ready.done:
+		if s.ready.err != nil {
+			service, store = "failed", "not opened"
+		}
+	default:
+		service, store = "starting", "not checked"
+	}
+	if service == "ok" {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.svc.Healthy(ctx); err != nil {
+			s.log.Warn("readiness: the database does not answer", "err", err)
+			store = "unavailable"
+		}
+	}
+	if service != "ok" || store != "ok" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	fmt.Fprintf(w, "serving ok\nservice %s\nstore %s\n", service, store)
 }

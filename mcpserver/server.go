@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/mcptasks"
+	"stepwise.dev/stepwise/metric"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -51,6 +52,8 @@ type Options struct {
 	// ProgressEvery is how often a caller that sent a progress token hears
 	// of a step that is still running (default 5s).
 	ProgressEvery time.Duration
+	// Metrics, when set, count the MCP requests by method and outcome.
+	Metrics *metric.Metrics
 
 	// deriveSchemas derives every built-in tool's schemas from the Go
 	// types instead of reading toolschemas.json (which is generated so).
@@ -141,6 +144,10 @@ func NewUnattached(opts Options) *Server {
 	s.mcp.AddReceivingMiddleware(s.boundReplies, checkSetLevel, s.ready.middleware)
 	if err := mcptasks.Install(s.mcp, s.tasks); err != nil {
 		panic(err) // only a standard method's name is refused
+	}
+	if opts.Metrics != nil {
+		// Added last, so outermost: a request's time includes waiting for start.
+		s.mcp.AddReceivingMiddleware(opts.Metrics.MCPMiddleware())
 	}
 	s.addWorkflowTools()
 	s.addLibraryTools()

@@ -66,6 +66,8 @@ type Options struct {
 	// MaxDrivenRuns bounds how many runs this process drives at once, and
 	// so how many it claims (engine.Config.MaxParallelRuns; 0: 64).
 	MaxDrivenRuns int
+	// CommitObserver is engine.Config.CommitObserver (nil: none).
+	CommitObserver func(time.Duration)
 	// Now is the engine's clock (default time.Now; tests move it). The
 	// retention policy measures ages with it too.
 	Now func() time.Time
@@ -237,7 +239,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	svc.states = token.NewStateSigner(key)
 	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
 		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries, LeaseTTL: opts.LeaseTTL, MaxParallelRuns: opts.MaxDrivenRuns,
-		Workflows: svc.subWorkflow, Now: opts.Now})
+		Workflows: svc.subWorkflow, Now: opts.Now, CommitObserver: opts.CommitObserver})
 	if err != nil {
 		st.Close()
 		return nil, err

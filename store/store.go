@@ -382,3 +382,19 @@ type Store interface {
 
 	Close() error
 }
+
+// Gauges are what a store counts for a metrics scrape, each count
+// stopping at the limit it was read with.
+type Gauges struct {
+	// OpenPauses are the pauses waiting for an answer.
+	OpenPauses int64
+	// RunsWaitingToBeDriven are the runs pending or running that no
+	// process drives: no lease, or an expired one.
+	RunsWaitingToBeDriven int64
+}
+
+// GaugeReader is implemented by the stores that count Gauges (SQLite and
+// PostgreSQL): bounded queries, each stopping at limit rows.
+type GaugeReader interface {
+	Gauges(ctx context.Context, now time.Time, limit int) (Gauges, error)
+}
