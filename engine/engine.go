@@ -251,6 +251,22 @@ func (e *Engine) Subscribe(runID string) (<-chan Event, func()) {
 	return e.bus.subscribe(runID, 64)
 }
 
+// Consume calls fn with each event of a subscription, in order, until ctx
+// is done or the subscription closes.
+func Consume(ctx context.Context, events <-chan Event, fn func(Event)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			fn(ev)
+		}
+	}
+}
+
 // SubscribeWanting subscribes to the events of every run, like
 // SubscribeBuffered("", n), for a subscriber that wants only some runs'
 // events and says which with interest (called under the events' lock:

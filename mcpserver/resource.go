@@ -207,17 +207,7 @@ func (s *subscriptions) watched(uri string) bool {
 // notifications for subscribed run resources (and their parents').
 func (s *Server) pumpEvents(ctx context.Context, events <-chan engine.Event, stop func()) {
 	defer stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			s.notifyRun(ctx, ev)
-		}
-	}
+	engine.Consume(ctx, events, func(ev engine.Event) { s.notifyRun(ctx, ev) })
 }
 
 func (s *Server) notifyRun(ctx context.Context, ev engine.Event) {

@@ -459,31 +459,23 @@ func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID
 	for _, id := range taskIDs { // watched from here on: their state now
 		changed(id)
 	}
-	for {
-		select {
-		case <-ctx.Done():
+	engine.Consume(ctx, events, func(ev engine.Event) {
+		id, mine := task(ev.RunID)
+		if !mine {
 			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			id, mine := task(ev.RunID)
-			if !mine {
-				continue
-			}
-			if ev.Type == engine.EventChildStarted {
-				var data struct {
-					Child string `json:"child_run_id"`
-				}
-				if json.Unmarshal(ev.Data, &data) == nil && data.Child != "" {
-					mu.Lock()
-					byRun[data.Child] = id
-					mu.Unlock()
-				}
-			}
-			changed(id)
 		}
-	}
+		if ev.Type == engine.EventChildStarted {
+			var data struct {
+				Child string `json:"child_run_id"`
+			}
+			if json.Unmarshal(ev.Data, &data) == nil && data.Child != "" {
+				mu.Lock()
+				byRun[data.Child] = id
+				mu.Unlock()
+			}
+		}
+		changed(id)
+	})
 }
 
 // TaskTransport wraps a transport of this server's sessions so that

@@ -152,17 +152,7 @@ func (m *Metrics) Watch(ctx context.Context, eng *engine.Engine, lookup func(ctx
 	events, stop := eng.SubscribeWanting(4096, func(string) bool { return false })
 	go func() {
 		defer stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-events:
-				if !ok {
-					return
-				}
-				m.event(ctx, ev, lookup)
-			}
-		}
+		engine.Consume(ctx, events, func(ev engine.Event) { m.event(ctx, ev, lookup) })
 	}()
 }
 
