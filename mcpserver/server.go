@@ -17,6 +17,7 @@ import (
 	"stepwise.dev/stepwise/mcptasks"
 	"stepwise.dev/stepwise/metric"
 	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/telemetry"
 )
 
 // Options configure a server.
@@ -54,6 +55,8 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Metrics, when set, count the MCP requests by method and outcome.
 	Metrics *metric.Metrics
+	// Tracer, when set, makes a span per MCP request.
+	Tracer *telemetry.Tracer
 
 	// deriveSchemas derives every built-in tool's schemas from the Go
 	// types instead of reading toolschemas.json (which is generated so).
@@ -148,6 +151,9 @@ func NewUnattached(opts Options) *Server {
 	if opts.Metrics != nil {
 		// Added last, so outermost: a request's time includes waiting for start.
 		s.mcp.AddReceivingMiddleware(opts.Metrics.MCPMiddleware())
+	}
+	if opts.Tracer != nil {
+		s.mcp.AddReceivingMiddleware(opts.Tracer.MCPMiddleware())
 	}
 	s.addWorkflowTools()
 	s.addLibraryTools()
