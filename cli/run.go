@@ -152,9 +152,16 @@ func openSession(cmd *cobra.Command, g *globals, o *runOptions) (*session, error
 	if !o.asJSON {
 		s.events, s.unsubscribe = svc.Engine.Subscribe("")
 	}
+	tracer := openTracer(func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "tracing left off: %v\n", err) })
+	tracing, endTracing := context.WithCancel(context.Background())
+	if tracer != nil {
+		watchRuns(tracing, tracer, svc)
+	}
 	s.close = func() {
 		s.unsubscribe()
 		svc.Close(context.Background())
+		endTracing()
+		closeTracer(tracer)
 		stop()
 	}
 	return s, nil

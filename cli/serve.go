@@ -250,6 +250,8 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 
 	ctx, stop, which := serveSignals()
 	defer stop()
+	tracer := openTracer(func(err error) { logger.Error("tracing left off", "error", err) })
+	defer closeTracer(tracer) // after the service's close (deferred below): its last events are traced
 	// The store opens while the MCP server's tools are built: neither needs
 	// the other, and each takes a few milliseconds of every start. Over
 	// stdio the client's handshake is answered before either is done (its
@@ -266,7 +268,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		opening <- opened{svc, err}
 	}()
 	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Tools: tools, Logger: logger,
-		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes, Metrics: metrics})
+		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes, Metrics: metrics, Tracer: tracer})
 	sessionLog.Attach(srv)
 	if o.fixtures {
 		srv.AddConformanceFixtures()
@@ -299,6 +301,9 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 				r, err := svc.Store.GetRun(ctx, runID)
 				return r.Workflow, r.CreatedAt, err
 			})
+		}
+		if tracer != nil {
+			watchRuns(ctx, tracer, svc) // before Recover, like the metrics
 		}
 		if n, err := svc.Recover(ctx); err != nil {
 			logger.Error("recover runs", "error", err)

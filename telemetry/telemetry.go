@@ -291,4 +291,3 @@ func (r *runSpans) endSteps(status string) {
 		delete(r.steps, id)
 	}
 }
-
