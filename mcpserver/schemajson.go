@@ -46,27 +46,37 @@ func booleanToObject(v any) any {
 		}
 		return map[string]any{"not": map[string]any{}}
 	case map[string]any:
-		for _, k := range subschemaKeys {
-			if sub, ok := s[k]; ok {
-				s[k] = booleanToObject(sub)
-			}
+		rewriteSubschemas(s, "", booleanToObject)
+	}
+	return v
+}
+
+// rewriteSubschemas replaces each immediate subschema of s (every keyword
+// that holds one, a list or a map of them) but the keyword skip with f's
+// result.
+func rewriteSubschemas(s map[string]any, skip string, f func(any) any) {
+	for _, k := range subschemaKeys {
+		if k == skip {
+			continue
 		}
-		for _, k := range subschemaListKeys {
-			if list, ok := s[k].([]any); ok {
-				for i := range list {
-					list[i] = booleanToObject(list[i])
-				}
-			}
+		if sub, ok := s[k]; ok {
+			s[k] = f(sub)
 		}
-		for _, k := range subschemaMapKeys {
-			if m, ok := s[k].(map[string]any); ok {
-				for name, sub := range m {
-					m[name] = booleanToObject(sub)
-				}
+	}
+	for _, k := range subschemaListKeys {
+		if list, ok := s[k].([]any); ok {
+			for i := range list {
+				list[i] = f(list[i])
 			}
 		}
 	}
-	return v
+	for _, k := range subschemaMapKeys {
+		if m, ok := s[k].(map[string]any); ok {
+			for name, sub := range m {
+				m[name] = f(sub)
+			}
+		}
+	}
 }
 
 // anyJSON is the schema of any JSON value spelled so that it constrains
@@ -119,28 +129,7 @@ func portable(v any) any {
 			s["additionalProperties"] = false
 		}
 	}
-	for _, k := range subschemaKeys {
-		if k == "not" {
-			continue
-		}
-		if sub, ok := s[k]; ok {
-			s[k] = portableSub(sub)
-		}
-	}
-	for _, k := range subschemaListKeys {
-		if list, ok := s[k].([]any); ok {
-			for i := range list {
-				list[i] = portableSub(list[i])
-			}
-		}
-	}
-	for _, k := range subschemaMapKeys {
-		if m, ok := s[k].(map[string]any); ok {
-			for name, sub := range m {
-				m[name] = portableSub(sub)
-			}
-		}
-	}
+	rewriteSubschemas(s, "not", portableSub)
 	return s
 }
 
