@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/linelog"
 	"stepwise.dev/stepwise/mcpserver"
 	"stepwise.dev/stepwise/metric"
 	"stepwise.dev/stepwise/secret"
@@ -207,7 +206,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	// its lines as a record of its own, so that every line stays JSON.
 	actionOut := logOut
 	if o.logFormat == "json" {
-		actionOut = &lineRecords{log: logger}
+		actionOut = &linelog.Writer{Emit: func(line []byte) { logger.Info("action output", "text", string(line)) }}
 	}
 	protocolLevel := max(level, slog.LevelWarn) // the SDK is chatty at info
 	protocolLogger := slog.New(newHandler(logOut, &slog.HandlerOptions{Level: protocolLevel}))
@@ -396,37 +395,6 @@ func logHandler(format string) (func(io.Writer, *slog.HandlerOptions) slog.Handl
 		return func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }, nil
 	}
 	return nil, usageErr("--log-format %q: give text or json", format)
-}
-
-// lineRecords writes each line written to it as an info record ("action
-// output", text=the line) of log; a line longer than maxOutputLine goes
-// out in pieces of that size.
-type lineRecords struct {
-	log *slog.Logger
-	mu  sync.Mutex
-	buf []byte
-}
-
-const maxOutputLine = 64 << 10
-
-func (l *lineRecords) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			if len(l.buf) < maxOutputLine {
-				return len(p), nil
-			}
-			i = maxOutputLine
-		}
-		l.log.Info("action output", "text", string(bytes.TrimSuffix(l.buf[:i], []byte("\r"))))
-		if i < len(l.buf) && l.buf[i] == '\n' {
-			i++
-		}
-		l.buf = append(l.buf[:0], l.buf[i:]...)
-	}
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -1,17 +1,16 @@
 package mcpclient
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/linelog"
 	"stepwise.dev/stepwise/secret"
 )
 
@@ -65,13 +64,13 @@ func dial(ctx context.Context, client *mcp.Client, r *resolved, lookup func(stri
 		cmd.Env = cleanEnv(r.Env, lookup)
 		// stdout carries JSON-RPC (a pipe of the transport), stderr goes to
 		// the log: neither ever reaches the server's own stdout.
-		stderr := &lineLogger{log: log, mask: r.mask}
+		stderr := stderrLog(log, r.mask)
 		cmd.Stderr = stderr
 		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, nil)
 		if err != nil {
 			// A failed handshake has closed the session: the process was
 			// awaited (terminated, killed) already.
-			stderr.flush()
+			stderr.Flush()
 			return nil, err
 		}
 		return &session{cs: cs, stderr: stderr}, nil
@@ -121,52 +120,14 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// lineLogger logs a stdio server's stderr line by line, with the resolved
-// references masked (a server that prints its environment does not put a
-// token into stepwise's log).
-type lineLogger struct {
-	log  *slog.Logger
-	mask *secret.Masker
-
-	mu  sync.Mutex
-	buf []byte
-}
-
-// maxLine bounds a logged line; a longer one is logged in pieces.
-const maxLine = 4096
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			if len(l.buf) >= maxLine {
-				l.emit(l.buf[:maxLine])
-				l.buf = l.buf[maxLine:]
-				continue
-			}
-			return len(p), nil
+// stderrLog logs a stdio server's stderr line by line (4 KiB at most per
+// record), with the resolved references masked (a server that prints its
+// environment does not put a token into stepwise's log).
+func stderrLog(log *slog.Logger, mask *secret.Masker) *linelog.Writer {
+	return &linelog.Writer{Max: 4096, Emit: func(line []byte) {
+		if len(line) == 0 || log == nil {
+			return
 		}
-		l.emit(l.buf[:i])
-		l.buf = l.buf[i+1:]
-	}
-}
-
-func (l *lineLogger) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.buf) > 0 {
-		l.emit(l.buf)
-		l.buf = nil
-	}
-}
-
-func (l *lineLogger) emit(line []byte) {
-	text := string(bytes.TrimRight(line, "\r"))
-	if text == "" || l.log == nil {
-		return
-	}
-	l.log.Info("mcp server stderr", "line", l.mask.Mask(text))
+		log.Info("mcp server stderr", "line", mask.Mask(string(line)))
+	}}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"stepwise.dev/stepwise/linelog"
 )
 
 // errPoolClosed: the run's driver exited while a step was connecting.
@@ -107,13 +108,13 @@ type session struct {
 	cs *mcp.ClientSession
 	// stderr is the stdio server's stderr logger (nil over HTTP), flushed
 	// once the process is gone.
-	stderr *lineLogger
+	stderr *linelog.Writer
 }
 
 func (s *session) close() error {
 	err := s.cs.Close()
 	if s.stderr != nil {
-		s.stderr.flush()
+		s.stderr.Flush()
 	}
 	return err
 }
