@@ -504,7 +504,7 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, logger *slog.Logger,
 	if startErr := <-started; startErr != nil {
 		return startErr
 	}
-	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")) {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)) {
 		return nil
 	}
 	return err

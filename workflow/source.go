@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -77,7 +78,7 @@ func Parse(data []byte) (*Source, []Violation) {
 		var doc yaml.Node
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&doc); err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				return nil, []Violation{{Pos: Pos{1, 1}, Rule: RuleSyntax, Message: "the file is empty"}}
 			}
 			return nil, []Violation{yamlSyntax(err)}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"stepwise.dev/stepwise/store"
 )
 
@@ -139,7 +141,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (store.CommitResult,
 			}
 			if _, err := s.exec(ctx, tx, sqlInsertPause,
 				c.RunID, p.Seq, p.StepKey, p.Visit, p.Kind, p.Request, nanos(p.ExpiresAt), nanos(created)); err != nil {
-				if isConstraint(err) {
+				if c := constraint(err); c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
 					return fmt.Errorf("open pause %d: %w", p.Seq, store.ErrExists)
 				}
 				return fmt.Errorf("open pause %d: %w", p.Seq, err)

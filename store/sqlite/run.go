@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	moderncsqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"stepwise.dev/stepwise/store"
 )
 
@@ -73,10 +76,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
 			nullString(r.ParentID), len(events), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
 		if err != nil {
-			if isConstraint(err) {
-				if strings.Contains(err.Error(), "FOREIGN KEY") {
-					return fmt.Errorf("version %s is not recorded: %w", r.Version, store.ErrNotFound)
-				}
+			switch constraint(err) {
+			case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+				return fmt.Errorf("version %s is not recorded: %w", r.Version, store.ErrNotFound)
+			case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
 				return store.ErrExists
 			}
 			return err
@@ -112,8 +115,14 @@ func nullString(s string) any {
 	return s
 }
 
-func isConstraint(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "constraint failed")
+// constraint is the extended result code of err when it is a constraint
+// violation (SQLITE_CONSTRAINT_*), else 0.
+func constraint(err error) int {
+	var se *moderncsqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CONSTRAINT {
+		return 0
+	}
+	return se.Code()
 }
 
 const runColumns = `id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at`

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"Versions", testVersions},
 		{"CreateAndGetRun", testCreateAndGetRun},
+		{"CreateRefusesTakenIDsAndUnknownVersions", testCreateRefusals},
 		{"CommitAdvancesRevisionAndEvents", testCommit},
 		{"CommitConflictWritesNothing", testCommitConflict},
 		{"CommitKeepsOrChangesTheStatus", testCommitStatus},
