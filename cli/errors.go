@@ -25,6 +25,8 @@ func nextStep(e *engine.Error) string {
 		return "fork it from its first step: `stepwise fork " + run + " --from STEP`"
 	case engine.CodeRunPaused:
 		return "`stepwise resume " + run + "` resumes it"
+	case engine.CodeRunBusy:
+		return "`stepwise show " + run + "` shows where it is now; then run the command again"
 	case engine.CodeStepNotFound:
 		return "give --from one of the top-level steps listed (`stepwise show " + run + "` shows the run's steps)"
 	case engine.CodePauseTimedOut:

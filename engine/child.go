@@ -240,18 +240,18 @@ func (e *Engine) wakeParent(ctx context.Context, rs *runState) {
 	childStatus, parent := rs.run.Status, rs.run.ParentID
 	for level := 0; parent != "" && level <= maxDepth; level++ {
 		var p store.Run
-		for attempt := 0; attempt < 20; attempt++ {
+		err := retryConflicts(ctx, parent, "wake the parent run", func() error {
 			var err error
 			if p, err = e.store.GetRun(ctx, parent); err != nil {
-				return
+				return err
 			}
 			if p.Status != store.StatusWaiting || childStatus == store.StatusWaiting {
-				break
+				return nil
 			}
 			// The parent waited for this child (its own step, or a step in
 			// one of its groups) unless it has open pauses of its own.
 			if own, err := e.store.OpenPauses(ctx, parent); err != nil || len(own) > 0 {
-				break
+				return nil
 			}
 			var st State
 			_ = json.Unmarshal(p.State, &st)
@@ -264,16 +264,18 @@ func (e *Engine) wakeParent(ctx context.Context, rs *runState) {
 			state, _ := json.Marshal(st)
 			c.Run.State = state
 			res, err := e.store.Commit(ctx, c)
-			if errors.Is(err, store.ErrConflict) {
-				continue
-			}
 			if err != nil {
-				return
+				return err
 			}
 			p.Status = store.StatusRunning
 			e.publish(parent, store.StatusRunning, c.Events, res.EventSeqs)
-			break
+			return nil
+		})
+		if err != nil && CodeOf(err) != CodeRunBusy {
+			return // not readable or writable now: a recovery drives it again
 		}
+		// A parent that kept changing (RUN_BUSY) is moving: scheduled, its
+		// driver looks at it again.
 		e.schedule(parent)
 		if childStatus == store.StatusWaiting {
 			return // a pause climbs one level at a time, through each parent's driver

@@ -3,10 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -28,7 +26,7 @@ const (
 // corrected inputs. Runs whose completed steps were compensated cannot be
 // retried (their effects were undone): fork them instead.
 func (e *Engine) RetryRun(ctx context.Context, runID string, inputs map[string]any) error {
-	for attempt := 0; attempt < 5; attempt++ {
+	return retryConflicts(ctx, runID, "retry", func() error {
 		rs, err := e.load(ctx, runID)
 		if err != nil {
 			return notFound(runID, err)
@@ -69,17 +67,13 @@ func (e *Engine) RetryRun(ctx context.Context, runID string, inputs map[string]a
 		c.Run.Status, c.Run.State, c.Run.Reopen = store.StatusRunning, state, true
 		c.Events = []store.Event{e.event(rs, EventRunRetried, "", map[string]any{"from_cursor": st.Cursor, "inputs_changed": len(inputs) > 0}, now)}
 		res, err := e.store.Commit(ctx, c)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
 		if err != nil {
 			return err
 		}
 		e.publish(runID, store.StatusRunning, c.Events, res.EventSeqs)
 		e.schedule(runID)
 		return nil
-	}
-	return fmt.Errorf("retry %s: the run keeps changing; try again", runID)
+	})
 }
 
 // ForkRun starts a new run of the same version from a top-level step, with
@@ -184,7 +178,11 @@ func (e *Engine) UnholdRun(ctx context.Context, runID string) error {
 }
 
 func (e *Engine) setHeld(ctx context.Context, runID string, hold bool) error {
-	for attempt := 0; attempt < 10; attempt++ {
+	what := "resume"
+	if hold {
+		what = "pause"
+	}
+	return retryConflicts(ctx, runID, what, func() error {
 		run, err := e.store.GetRun(ctx, runID)
 		if err != nil {
 			return notFound(runID, err)
@@ -216,10 +214,6 @@ func (e *Engine) setHeld(ctx context.Context, runID string, hold bool) error {
 			c.Events = []store.Event{{Type: EventRunUnheld, At: now}}
 		}
 		res, err := e.store.Commit(ctx, c)
-		if errors.Is(err, store.ErrConflict) {
-			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
-			continue
-		}
 		if err != nil {
 			return err
 		}
@@ -233,6 +227,5 @@ func (e *Engine) setHeld(ctx context.Context, runID string, hold bool) error {
 			e.wakeTimers()
 		}
 		return nil
-	}
-	return fmt.Errorf("pause %s: the run keeps changing; try again", runID)
+	})
 }

@@ -418,17 +418,19 @@ func (e *Engine) ContinueWith(ctx context.Context, tok string, value any, opts C
 		return ContinueResult{}, &Error{Code: CodeTokenInvalid, Category: CategoryAuth, Message: "the token is not valid: " + err.Error(), Err: err,
 			Argument: "token", Suggestion: "use the token exactly as returned with the pause"}
 	}
-	for attempt := 0; ; attempt++ {
-		res, err := e.continueOnce(ctx, claims, value, opts)
+	// A conflict: the run moved (e.g. its driver committed); read it
+	// again and check the answer again.
+	var res ContinueResult
+	err = retryConflicts(ctx, claims.RunID, "continue", func() error {
+		var err error
+		res, err = e.continueOnce(ctx, claims, value, opts)
 		if errors.Is(err, errDrivenElsewhere) && !opts.noHandOff {
-			opts.noHandOff = true
-			continue
+			opts.noHandOff = true // committed by Continue itself instead
+			res, err = e.continueOnce(ctx, claims, value, opts)
 		}
-		if errors.Is(err, store.ErrConflict) && attempt < 10 {
-			continue // the run moved (e.g. its driver committed); re-read and re-check
-		}
-		return res, err
-	}
+		return err
+	})
+	return res, err
 }
 
 func (e *Engine) continueOnce(ctx context.Context, claims token.Claims, value any, copts ContinueOptions) (ContinueResult, error) {
@@ -829,7 +831,7 @@ func (e *Engine) TokenFresh(exp time.Time) bool {
 // With compensate, the compensations of its completed steps run first (in
 // reverse order), then its on_failure hooks, and then it is canceled.
 func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bool) error {
-	for attempt := 0; attempt < 10; attempt++ {
+	return retryConflicts(ctx, runID, "cancel", func() error {
 		run, err := e.store.GetRun(ctx, runID)
 		if err != nil {
 			return notFound(runID, err)
@@ -867,10 +869,6 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 			c.Events = []store.Event{{Type: EventRunCompensating, Data: data, At: now}}
 		}
 		res, err := e.store.Commit(ctx, c)
-		if errors.Is(err, store.ErrConflict) {
-			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
-			continue
-		}
 		if err != nil {
 			return err
 		}
@@ -879,8 +877,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 			e.schedule(runID)
 		}
 		return nil
-	}
-	return fmt.Errorf("cancel %s: the run keeps changing; try again", runID)
+	})
 }
 
 func suffix(reason string) string {

@@ -69,36 +69,35 @@ func (e *Engine) lastRefusal(ctx context.Context, run store.Run, seq int64) (Ref
 // the run, with what was wrong with it (problem is stored: it must hold
 // no secret). A pause no longer open records nothing (ok false).
 func (e *Engine) RecordRefusal(ctx context.Context, runID string, seq int64, problem string) (r Refusal, ok bool, err error) {
-	for attempt := 0; ; attempt++ {
+	err = retryConflicts(ctx, runID, "record a refused answer", func() error {
 		run, err := e.store.GetRun(ctx, runID)
 		if err != nil {
-			return Refusal{}, false, notFound(runID, err)
+			return notFound(runID, err)
 		}
 		if run.Status != store.StatusWaiting {
-			return Refusal{}, false, nil
+			return nil
 		}
 		p, err := e.store.GetPause(ctx, runID, seq)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && p.Status != store.PauseOpen) {
-			return Refusal{}, false, nil
+			return nil
 		}
 		if err != nil {
-			return Refusal{}, false, err
+			return err
 		}
 		prev, err := e.lastRefusal(ctx, run, seq)
 		if err != nil {
-			return Refusal{}, false, err
+			return err
 		}
-		r = Refusal{Seq: seq, Count: prev.Count + 1, Problem: problem}
-		data, _ := json.Marshal(r)
+		ref := Refusal{Seq: seq, Count: prev.Count + 1, Problem: problem}
+		data, _ := json.Marshal(ref)
 		ev := store.Event{Type: EventPauseRefused, StepID: p.StepKey, At: e.now().UTC(), Data: data}
 		res, err := e.store.Commit(ctx, store.Commit{RunID: runID, Rev: run.Rev, EventSeq: run.EventSeq, Events: []store.Event{ev}})
-		if errors.Is(err, store.ErrConflict) && attempt < 10 {
-			continue // the run moved: read it again
-		}
 		if err != nil {
-			return Refusal{}, false, err
+			return err
 		}
 		e.publish(runID, run.Status, []store.Event{ev}, res.EventSeqs)
-		return r, true, nil
-	}
+		r, ok = ref, true
+		return nil
+	})
+	return r, ok, err
 }

@@ -27,6 +27,7 @@ import (
 	"stepwise.dev/stepwise/generate"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/store"
 )
 
 // cliWording is a CLI command in a text: "stepwise " and a subcommand.
@@ -337,6 +338,8 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		{CodeCanceled, context.Canceled},
 		{CodeCanceled, context.DeadlineExceeded},
 		{engine.CodeShuttingDown, shuttingDown(t)},
+		{engine.CodeRunBusy, &engine.Error{Code: engine.CodeRunBusy, Category: engine.CategoryConflict, RunID: "run-1", Retryable: true,
+			Message: "cancel: the run kept changing", Err: store.ErrConflict}},
 		{"FILTER_INVALID", filterInvalid(t, e)},
 		{"ACTION_UNDESCRIBED", undescribed(t, e)},
 		{engine.CodeExpressionBudget, budgetError(t)},

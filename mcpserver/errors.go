@@ -201,6 +201,8 @@ func nextStep(e *engine.Error) string {
 		return "call run_fork with from_step its first step"
 	case engine.CodeRunPaused:
 		return "call run_resume, then run_continue with the same token"
+	case engine.CodeRunBusy:
+		return "call run_get to see where the run is now, then make the call again"
 	case engine.CodeStepNotFound:
 		return "call run_fork again with from_step one of the top-level steps the message lists (run_get shows the run's steps)"
 	case engine.CodeTokenExpired:
