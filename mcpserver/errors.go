@@ -73,7 +73,7 @@ type ErrorContext struct {
 
 // Error codes of the MCP surface itself (the engine and service have theirs).
 const (
-	CodeArgumentsInvalid = "ARGUMENTS_INVALID"
+	CodeArgumentsInvalid = service.CodeArgumentsInvalid
 	CodeInternal         = "INTERNAL"
 	CodeCanceled         = "CANCELED"
 	// CodeShellRefused is the shell policy's code: the service refuses a

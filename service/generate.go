@@ -15,8 +15,21 @@ type Generated struct {
 	Validation
 }
 
-// CodeActionNotFound is the error of an action name no action has.
-const CodeActionNotFound = "ACTION_NOT_FOUND"
+// Error codes of the service's own checks.
+const (
+	// CodeActionNotFound: an action name no action has.
+	CodeActionNotFound = "ACTION_NOT_FOUND"
+	// CodeActionUndescribed: an action without an input schema to
+	// generate a question flow from.
+	CodeActionUndescribed = "ACTION_UNDESCRIBED"
+	// CodeSchemaUnsupported: a schema that is not an object with
+	// properties.
+	CodeSchemaUnsupported = "SCHEMA_UNSUPPORTED"
+	// CodeArgumentsInvalid: an argument that is not what the call takes.
+	CodeArgumentsInvalid = "ARGUMENTS_INVALID"
+	// CodePatternInvalid: a workflow list pattern that is not a glob.
+	CodePatternInvalid = "PATTERN_INVALID"
+)
 
 // GenerateWorkflow writes a question flow from a JSON Schema object, or —
 // when action is given — from that action's input schema, followed by the
@@ -24,7 +37,7 @@ const CodeActionNotFound = "ACTION_NOT_FOUND"
 // violations are returned, not hidden).
 func (s *Service) GenerateWorkflow(schema []byte, actionName string, o generate.Options) (*Generated, error) {
 	if (len(schema) == 0) == (actionName == "") {
-		return nil, &engine.Error{Code: "ARGUMENTS_INVALID", Category: engine.CategoryValidation, Argument: "schema",
+		return nil, &engine.Error{Code: CodeArgumentsInvalid, Category: engine.CategoryValidation, Argument: "schema",
 			Message: "give a JSON Schema or an action, not both or neither", Suggestion: "give exactly one of them"}
 	}
 	if actionName != "" {
@@ -36,7 +49,7 @@ func (s *Service) GenerateWorkflow(schema []byte, actionName string, o generate.
 		}
 		info := action.InfoOf(a)
 		if info.InputSchema == nil {
-			return nil, &engine.Error{Code: "ACTION_UNDESCRIBED", Category: engine.CategoryValidation, Name: actionName, Argument: "action",
+			return nil, &engine.Error{Code: CodeActionUndescribed, Category: engine.CategoryValidation, Name: actionName, Argument: "action",
 				Message:    fmt.Sprintf("action %q declares no input schema to ask from", actionName),
 				Suggestion: "generate from a JSON Schema of the inputs instead"}
 		}
@@ -57,7 +70,7 @@ func (s *Service) GenerateWorkflow(schema []byte, actionName string, o generate.
 	}
 	content, err := generate.FromSchema(schema, o)
 	if err != nil {
-		return nil, &engine.Error{Code: "SCHEMA_UNSUPPORTED", Category: engine.CategoryValidation, Argument: "schema", Message: err.Error(),
+		return nil, &engine.Error{Code: CodeSchemaUnsupported, Category: engine.CategoryValidation, Argument: "schema", Message: err.Error(),
 			Suggestion: "give an object schema with properties"}
 	}
 	return &Generated{Content: string(content), Validation: s.ValidateContent(content)}, nil

@@ -204,7 +204,7 @@ type ListOptions struct {
 func (s *Service) ListLibrary(ctx context.Context, o ListOptions) ([]WorkflowSummary, error) {
 	if o.Pattern != "" {
 		if _, err := path.Match(o.Pattern, ""); err != nil {
-			return nil, &engine.Error{Code: "PATTERN_INVALID", Category: engine.CategoryValidation, Argument: "pattern", Message: fmt.Sprintf("pattern %q: %v", o.Pattern, err),
+			return nil, &engine.Error{Code: CodePatternInvalid, Category: engine.CategoryValidation, Argument: "pattern", Message: fmt.Sprintf("pattern %q: %v", o.Pattern, err),
 				Suggestion: "use a glob such as deploy-* or a plain word"}
 		}
 	}
