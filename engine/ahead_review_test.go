@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,16 +21,11 @@ type failOnStep struct {
 	step   string
 	fired  atomic.Bool
 	failed chan struct{}
-	// byFlush is set when the failing commit came from the background
-	// flush rather than from the driver itself.
-	byFlush atomic.Bool
 }
 
 func (s *failOnStep) Commit(ctx context.Context, c store.Commit) (store.CommitResult, error) {
 	for _, st := range c.Steps {
 		if st.StepID == s.step && s.fired.CompareAndSwap(false, true) {
-			buf := make([]byte, 1<<16)
-			s.byFlush.Store(strings.Contains(string(buf[:runtime.Stack(buf, false)]), "(*Engine).flush"))
 			close(s.failed)
 			return store.CommitResult{}, errDiskFull
 		}
@@ -84,60 +77,52 @@ steps:
       type: choice
       choices_from: {uses: regions}
 `
-	for try := 0; ; try++ {
-		path := filepath.Join(t.TempDir(), "t.db")
-		s := &failOnStep{step: "a1", failed: make(chan struct{})}
-		eng, db := openWith(t, path, s)
-		eng.actions.Register(&regions{})
-		id := startOn(t, eng, doc)
-		select {
-		case <-s.failed:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the commit of a1 never came")
-		}
-		if err := eng.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if s.byFlush.Load() {
-			// The lone queued step's linger fired first: the background
-			// flush failed, which the pipeline already handles. Try again
-			// for the driver's own settle.
-			_ = db.Close()
-			if try < 20 {
-				continue
-			}
-			t.Skip("the linger flush always came first")
-		}
-		ctx := context.Background()
-		run, steps, st := stored(t, db, id)
-		if st.Cursor != len(steps) {
-			t.Fatalf("stored run %s at cursor %d with %d step rows: something was written on top of the lost step a1", run.Status, st.Cursor, len(steps))
-		}
-		_ = db.Close()
+	// No background flush: a1 waits in the pipeline until the question's
+	// choices_from settles it, so the failing commit is the settle's own.
+	was := lingerFor
+	t.Cleanup(func() { lingerFor = was })
+	lingerFor = time.Hour
+	path := filepath.Join(t.TempDir(), "t.db")
+	s := &failOnStep{step: "a1", failed: make(chan struct{})}
+	eng, db := openWith(t, path, s)
+	eng.actions.Register(&regions{})
+	id := startOn(t, eng, doc)
+	select {
+	case <-s.failed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the commit of a1 never came")
+	}
+	if err := eng.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, steps, st := stored(t, db, id)
+	if st.Cursor != len(steps) {
+		t.Fatalf("stored run %s at cursor %d with %d step rows: something was written on top of the lost step a1", run.Status, st.Cursor, len(steps))
+	}
+	_ = db.Close()
 
-		// Driven again, the run records a1 once and asks with its choices.
-		eng2, db2 := openSlow(t, path, &slowStore{})
-		defer db2.Close()
-		defer eng2.Close(context.Background())
-		eng2.actions.Register(&regions{})
-		if _, err := eng2.Recover(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if st := awaitOn(t, eng2, id); st != store.StatusWaiting {
-			t.Fatalf("status %s, want waiting", st)
-		}
-		steps, err := db2.Steps(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(steps) != 1 || steps[0].StepID != "a1" {
-			t.Fatalf("steps %v, want a1 once", steps)
-		}
-		ps, err := eng2.Pauses(ctx, id)
-		if err != nil || len(ps) != 1 || len(ps[0].Choices) != 2 {
-			t.Fatalf("pauses %+v (%v), want one question with two choices", ps, err)
-		}
-		return
+	// Driven again, the run records a1 once and asks with its choices.
+	eng2, db2 := openSlow(t, path, &slowStore{})
+	defer db2.Close()
+	defer eng2.Close(context.Background())
+	eng2.actions.Register(&regions{})
+	if _, err := eng2.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := awaitOn(t, eng2, id); st != store.StatusWaiting {
+		t.Fatalf("status %s, want waiting", st)
+	}
+	steps, err := db2.Steps(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 1 || steps[0].StepID != "a1" {
+		t.Fatalf("steps %v, want a1 once", steps)
+	}
+	ps, err := eng2.Pauses(ctx, id)
+	if err != nil || len(ps) != 1 || len(ps[0].Choices) != 2 {
+		t.Fatalf("pauses %+v (%v), want one question with two choices", ps, err)
 	}
 }
 
