@@ -7,6 +7,7 @@ import (
 )
 
 func TestText(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		max  int
@@ -24,6 +25,7 @@ func TestText(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("r", 3<<20)
 	got := Words(`no run "`+huge+`" here; and no run `+huge, 2048)
 	if len(got) > 2048 || !strings.HasPrefix(got, `no run "rrr`) || !strings.Contains(got, `…" here; and no run rrr`) || !strings.HasSuffix(got, "…") {

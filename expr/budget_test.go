@@ -57,6 +57,7 @@ var blowUps = map[string]string{
 }
 
 func TestEvalBudgetBoundsEveryBuiltin(t *testing.T) {
+	t.Parallel()
 	limit := MemoryLimit()
 	for name, src := range blowUps {
 		t.Run(name, func(t *testing.T) {
@@ -81,6 +82,7 @@ func TestEvalBudgetBoundsEveryBuiltin(t *testing.T) {
 
 // A template's expressions and the text they make share one budget.
 func TestRenderSharesOneBudget(t *testing.T) {
+	t.Parallel()
 	big := `${{ repeat("x", 20000000) }}`
 	_, err := Render(strings.Repeat(big+" ", 4), nil)
 	var be *BudgetError
@@ -99,6 +101,7 @@ func TestRenderSharesOneBudget(t *testing.T) {
 // The ceiling is configurable: below it what fits succeeds, past it the
 // same expression fails.
 func TestSetMemoryLimit(t *testing.T) {
+	t.Parallel()
 	src := `len(repeat("x", 1000000))`
 	if v, err := Eval(src, nil); err != nil || v != 1000000 {
 		t.Fatalf("Eval = %v, %v", v, err)
@@ -120,6 +123,7 @@ func TestSetMemoryLimit(t *testing.T) {
 
 // What the checked functions replace behaves as expr-lang's builtins do.
 func TestCheckedFunctionsKeepTheirResults(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		`repeat("ab", 3)`:                           `ababab`,
 		`replace("a-b-c", "-", "+")`:                `a+b+c`,
@@ -176,6 +180,7 @@ func TestCheckedFunctionsKeepTheirResults(t *testing.T) {
 // The checked functions are internal: an expression naming one gets an
 // error, never an unbudgeted call.
 func TestCheckedFunctionsAreInternal(t *testing.T) {
+	t.Parallel()
 	if _, err := Eval(`$sw_repeat($env, "x", 1000000000)`, env); err == nil || !errors.Is(err, errNoBudget) {
 		t.Fatalf("calling a checked function directly: got %v, want errNoBudget", err)
 	}
@@ -184,6 +189,7 @@ func TestCheckedFunctionsAreInternal(t *testing.T) {
 // uniq keeps the first of every group of equal values, numbers compared as
 // numbers, as expr-lang's does, without comparing every pair.
 func TestUniq(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		`uniq([1, 1.0, "1", 2, 2, true, true, nil, nil, "a", "a"])`: `[1,"1",2,true,null,"a"]`,
 		`uniq([[1], [1], {"a": 1}, {"a": 1}, [2]])`:                 `[[1],{"a":1},[2]]`,
@@ -207,6 +213,7 @@ func TestUniq(t *testing.T) {
 // Loops stop after their step budget: nested loops over big ranges fail
 // with a *BudgetError instead of running for hours; ordinary loops run.
 func TestLoopSteps(t *testing.T) {
+	t.Parallel()
 	defer func(n int64) { loopSteps = n }(loopSteps)
 	loopSteps = 100_000
 	for _, src := range []string{

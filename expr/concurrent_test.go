@@ -10,6 +10,7 @@ import (
 // Evaluations running at once each have their own budget: one that blows
 // up does not charge another, and results stay their own.
 func TestConcurrentEvaluationsHaveTheirOwnBudget(t *testing.T) {
+	t.Parallel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := range 8 {

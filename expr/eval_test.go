@@ -14,6 +14,7 @@ var env = map[string]any{
 }
 
 func TestRenderTyped(t *testing.T) {
+	t.Parallel()
 	v, err := Render("${{ inputs.count * 2 }}", env)
 	if err != nil || v != 6 {
 		t.Fatalf("typed render = %#v, %v", v, err)
@@ -25,6 +26,7 @@ func TestRenderTyped(t *testing.T) {
 }
 
 func TestRenderInterpolates(t *testing.T) {
+	t.Parallel()
 	v, err := Render("server ${{ steps.create.output.body.id }} in ${{ inputs.region }}: ${{ inputs.tags }}", env)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +41,7 @@ func TestRenderInterpolates(t *testing.T) {
 }
 
 func TestRenderValue(t *testing.T) {
+	t.Parallel()
 	in := map[string]any{"a": "${{ inputs.count }}", "b": []any{"x-${{ inputs.region }}", 1}}
 	out, err := RenderValue(in, env)
 	if err != nil {
@@ -54,6 +57,7 @@ func TestRenderValue(t *testing.T) {
 }
 
 func TestEvalErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := Eval("1 +", env); err == nil {
 		t.Error("syntax error not reported")
 	}
@@ -63,6 +67,7 @@ func TestEvalErrors(t *testing.T) {
 }
 
 func TestEvalMemoryBounded(t *testing.T) {
+	t.Parallel()
 	_, err := Eval("map(1..10000000, {# * 2})", nil)
 	var be *BudgetError
 	if !errors.As(err, &be) {
@@ -71,6 +76,7 @@ func TestEvalMemoryBounded(t *testing.T) {
 }
 
 func TestTruthy(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[any]bool{nil: false, false: false, true: true, "": false, "false": false, "x": true, 0: false, 2: true, 0.0: false} {
 		if Truthy(v) != want {
 			t.Errorf("Truthy(%#v) != %v", v, want)
@@ -79,6 +85,7 @@ func TestTruthy(t *testing.T) {
 }
 
 func TestEvalNormalizesMaps(t *testing.T) {
+	t.Parallel()
 	v, err := Render("${{ fromPairs([['a', 1]]) }}", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +105,7 @@ func TestEvalNormalizesMaps(t *testing.T) {
 // An expression's error is one line that keeps the position: no
 // expr-lang snippet with a caret under it.
 func TestEvalErrorIsOneLine(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{"1 +", "inputs.count.x.y", "int('abc')", "inputs.count +\n  nope()"} {
 		_, err := Eval(src, env)
 		if err == nil {
@@ -120,6 +128,7 @@ func TestEvalErrorIsOneLine(t *testing.T) {
 // The compiled programs kept stay at MaxPrograms however many distinct
 // expressions are evaluated, the most recently used kept.
 func TestProgramCacheIsBounded(t *testing.T) {
+	t.Parallel()
 	for i := range MaxPrograms + 10 {
 		if _, err := Eval(fmt.Sprintf("inputs.count + %d", i), env); err != nil {
 			t.Fatal(err)

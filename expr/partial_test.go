@@ -10,6 +10,7 @@ import (
 func knownInputs(r Ref) bool { return r.Root == "inputs" && len(r.Path) > 0 }
 
 func TestRenderKnown(t *testing.T) {
+	t.Parallel()
 	env := map[string]any{"inputs": map[string]any{"name": "ada", "n": int64(2), "tags": []any{"a", "b"}, "tricky": "${{ run.id }}"}}
 	tests := []struct {
 		tmpl    string
@@ -59,6 +60,7 @@ func TestRenderKnown(t *testing.T) {
 }
 
 func TestRenderKnownFailsOnlyOnKnownExpressions(t *testing.T) {
+	t.Parallel()
 	env := map[string]any{"inputs": map[string]any{"n": int64(2)}}
 	if _, _, err := RenderKnown("${{ inputs.n + 'x' }} ${{ steps.a.output }}", env, knownInputs); err == nil {
 		t.Error("a known expression that fails did not fail")
@@ -69,6 +71,7 @@ func TestRenderKnownFailsOnlyOnKnownExpressions(t *testing.T) {
 }
 
 func TestRenderValueKnown(t *testing.T) {
+	t.Parallel()
 	env := map[string]any{"inputs": map[string]any{"url": "https://x"}}
 	v := map[string]any{
 		"url":  "${{ inputs.url }}/api",

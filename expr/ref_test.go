@@ -6,6 +6,7 @@ import (
 )
 
 func TestAnalyzeRefs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		src   string
 		refs  []Ref
@@ -42,6 +43,7 @@ func TestAnalyzeRefs(t *testing.T) {
 }
 
 func TestAnalyzeSyntaxErrorOffset(t *testing.T) {
+	t.Parallel()
 	_, err := Analyze("inputs.a +* 2")
 	se, ok := err.(*SyntaxError)
 	if !ok {
@@ -53,6 +55,7 @@ func TestAnalyzeSyntaxErrorOffset(t *testing.T) {
 }
 
 func TestAnalyzeUnicodeOffsets(t *testing.T) {
+	t.Parallel()
 	a, err := Analyze(`"héllo" + inputs.x`)
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +66,7 @@ func TestAnalyzeUnicodeOffsets(t *testing.T) {
 }
 
 func TestDeclassifyIsAFunctionWhoseArgumentsAreDeclassified(t *testing.T) {
+	t.Parallel()
 	a, err := Analyze(`declassify(upper(inputs.token)) + inputs.user`)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestScan(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []Segment
@@ -31,6 +32,7 @@ func TestScan(t *testing.T) {
 }
 
 func TestScanErrors(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"${{ a", "x ${{ }}", `${{ "open }}`, "${{ a } b"} {
 		if _, err := Scan(in); err == nil {
 			t.Errorf("Scan(%q) succeeded, want an error", in)
@@ -39,6 +41,7 @@ func TestScanErrors(t *testing.T) {
 }
 
 func TestSingle(t *testing.T) {
+	t.Parallel()
 	segs, _ := Scan("  ${{ x }} ")
 	if _, ok := Single(segs); !ok {
 		t.Error("whitespace around one expression should still be single")
@@ -54,6 +57,7 @@ func TestSingle(t *testing.T) {
 }
 
 func TestHasExpr(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]bool{"a": false, "${{a}}": true, "$${{a}}": false, "$${{a}} ${{b}}": true} {
 		if got := HasExpr(in); got != want {
 			t.Errorf("HasExpr(%q) = %v", in, got)
@@ -62,6 +66,7 @@ func TestHasExpr(t *testing.T) {
 }
 
 func TestCondition(t *testing.T) {
+	t.Parallel()
 	src, off, err := Condition("inputs.n > 1")
 	if err != nil || src != "inputs.n > 1" || off != 0 {
 		t.Errorf("bare condition: %q %d %v", src, off, err)

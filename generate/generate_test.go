@@ -8,6 +8,7 @@ import (
 )
 
 func TestHumanizeAndIDs(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"firstName": "First name", "zip_code": "Zip code", "a-b.c": "A b c"} {
 		if got := humanize(in); got != want {
 			t.Errorf("humanize(%q) = %q, want %q", in, got, want)
@@ -55,6 +56,7 @@ func FuzzFromSchema(f *testing.F) {
 // break a quoted line there and indent the rest, which a YAML 1.2 reader
 // keeps as text).
 func TestLineSeparatorsKept(t *testing.T) {
+	t.Parallel()
 	schema := "{\"type\":\"object\",\"title\":\"T\\u2028x\",\"properties\":{\"a\\u2029b\":{\"type\":\"string\",\"description\":\"one\\u2028two\\u2029three\\u0085four\"}}}"
 	out, err := FromSchema([]byte(schema), Options{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // TestRulesMatchTheirPatterns: each rule accepts exactly what its
 // pattern matches.
 func TestRulesMatchTheirPatterns(t *testing.T) {
+	t.Parallel()
 	alphabet := []rune("azAZ09_-. /\\é\x00")
 	edges := []string{"a", "deploy-prod_2", "9", "-a", "_a", "a.b", "", "A",
 		strings.Repeat("a", 64), strings.Repeat("a", 65), "a" + strings.Repeat("9", 63)}

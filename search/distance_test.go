@@ -3,6 +3,7 @@ package search
 import "testing"
 
 func TestWithin1(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		a, b string
 		want bool

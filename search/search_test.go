@@ -28,6 +28,7 @@ func names(ix *Index, query string, limit int) []string {
 }
 
 func TestExactNameBeatsMentions(t *testing.T) {
+	t.Parallel()
 	ix := New(sampleDocs())
 	got := names(ix, "log", 0)
 	if len(got) == 0 || got[0] != "log" {
@@ -41,6 +42,7 @@ func TestExactNameBeatsMentions(t *testing.T) {
 }
 
 func TestNamePrefixIsBoosted(t *testing.T) {
+	t.Parallel()
 	ix := New(sampleDocs())
 	if got := names(ix, "backup", 0); len(got) < 2 || got[0] != "backup-database" {
 		t.Errorf("backup: %v, want backup-database (name starts with it) before restore-database (mentions it)", got)
@@ -51,6 +53,7 @@ func TestNamePrefixIsBoosted(t *testing.T) {
 }
 
 func TestTagsMatch(t *testing.T) {
+	t.Parallel()
 	ix := New(sampleDocs())
 	got := names(ix, "compliance", 0)
 	if !slices.Equal(got, []string{"audit-access"}) {
@@ -68,6 +71,7 @@ func TestTagsMatch(t *testing.T) {
 }
 
 func TestFieldOrder(t *testing.T) {
+	t.Parallel()
 	ix := New([]Document{
 		{Kind: "workflow", Name: "d", Description: "widget"},
 		{Kind: "workflow", Name: "c", Tags: []string{"widget"}},
@@ -80,6 +84,7 @@ func TestFieldOrder(t *testing.T) {
 }
 
 func TestMultiTermPrefersDocumentsMatchingAll(t *testing.T) {
+	t.Parallel()
 	ix := New(sampleDocs())
 	got := names(ix, "restore postgres backup", 0)
 	if len(got) < 2 || got[0] != "restore-database" {
@@ -96,6 +101,7 @@ func TestMultiTermPrefersDocumentsMatchingAll(t *testing.T) {
 }
 
 func TestTypoTolerance(t *testing.T) {
+	t.Parallel()
 	ix := New(sampleDocs())
 	if got := names(ix, "databse", 0); len(got) < 2 || !slices.Contains(got[:2], "backup-database") || !slices.Contains(got[:2], "restore-database") {
 		t.Errorf("databse: %v, want the database workflows", got)
@@ -116,6 +122,7 @@ func TestTypoTolerance(t *testing.T) {
 }
 
 func TestOtherWordForms(t *testing.T) {
+	t.Parallel()
 	ix := New(sampleDocs())
 	if got := names(ix, "deployment", 1); !slices.Equal(got, []string{"deploy-api"}) {
 		t.Errorf("deployment: %v, want deploy-api", got)
@@ -130,6 +137,7 @@ func TestOtherWordForms(t *testing.T) {
 }
 
 func TestTiesGoToTheName(t *testing.T) {
+	t.Parallel()
 	ix := New([]Document{
 		{Kind: "workflow", Name: "zeta", Description: "same words"},
 		{Kind: "workflow", Name: "alpha", Description: "same words"},
@@ -141,6 +149,7 @@ func TestTiesGoToTheName(t *testing.T) {
 }
 
 func TestLimitAndEmptyQuery(t *testing.T) {
+	t.Parallel()
 	ix := New(sampleDocs())
 	if got := names(ix, "database", 1); len(got) != 1 {
 		t.Errorf("limit 1: %v", got)
@@ -160,6 +169,7 @@ func TestLimitAndEmptyQuery(t *testing.T) {
 }
 
 func TestMergeRanksAcrossIndexes(t *testing.T) {
+	t.Parallel()
 	docs := sampleDocs()
 	actions, workflows := New(docs[:2]), New(docs[2:])
 	q := Parse("log")

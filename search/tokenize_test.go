@@ -6,6 +6,7 @@ import (
 )
 
 func TestTokenize(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want []string
@@ -25,6 +26,7 @@ func TestTokenize(t *testing.T) {
 }
 
 func TestParseDropsStopWordsUnlessAlone(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want []string

@@ -7,6 +7,7 @@ import (
 )
 
 func TestIsEnvRef(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"$A", "$_", "$API_TOKEN", "$a1", "$_9"} {
 		if !IsEnvRef(s) {
 			t.Errorf("IsEnvRef(%q) = false", s)
@@ -20,6 +21,7 @@ func TestIsEnvRef(t *testing.T) {
 }
 
 func TestResolveEnvRef(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"TOKEN": "s3cr3t-value", "EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 

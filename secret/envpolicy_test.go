@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseEnvAllow(t *testing.T) {
+	t.Parallel()
 	got, err := ParseEnvAllow([]string{"HCLOUD_TOKEN", " APP_*, CHAT_WEBHOOK_URL ,", "*"})
 	if err != nil {
 		t.Fatal(err)
@@ -25,6 +26,7 @@ func TestParseEnvAllow(t *testing.T) {
 }
 
 func TestEnvPolicyAllows(t *testing.T) {
+	t.Parallel()
 	p := EnvPolicy{Restricted: true, Allow: []string{"HCLOUD_TOKEN", "APP_*"}}
 	for name, want := range map[string]bool{"HCLOUD_TOKEN": true, "HCLOUD_TOKEN2": false, "APP_": true, "APP_KEY": true, "APPX": false, "HOME": false} {
 		if got := p.Allows(name); got != want {
@@ -48,6 +50,7 @@ func TestEnvPolicyAllows(t *testing.T) {
 // A restricted lookup never reveals a variable the policy does not allow,
 // and reads the others as the wrapped lookup does.
 func TestEnvPolicyLookupProperty(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		name := rapid.StringMatching(`[A-Z_][A-Z0-9_]{0,6}`)
 		env := rapid.MapOf(name, rapid.String()).Draw(t, "env")
@@ -69,6 +72,7 @@ func TestEnvPolicyLookupProperty(t *testing.T) {
 }
 
 func TestAllowHint(t *testing.T) {
+	t.Parallel()
 	if got := AllowHint([]string{"A", "B"}); !strings.Contains(got, "starting the server with --allow-env A --allow-env B") {
 		t.Errorf("AllowHint = %q", got)
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestMask(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	m.Add("hunter2", "abcd", "cdef", "xx", "", "tok")
 	if m.Len() != 4 {
@@ -37,6 +38,7 @@ func TestMask(t *testing.T) {
 }
 
 func TestMaskLongestFirst(t *testing.T) {
+	t.Parallel()
 	// "secret" is inside "secret-long": the long one must win, leaving no "-long".
 	m := NewMasker()
 	m.Add("secret", "secret-long")
@@ -51,6 +53,7 @@ func TestMaskLongestFirst(t *testing.T) {
 }
 
 func TestMaskUTF8(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	m.Add("pässwörd")
 	if got := m.Mask("ünd pässwörd ünd"); got != "ünd *** ünd" {
@@ -59,6 +62,7 @@ func TestMaskUTF8(t *testing.T) {
 }
 
 func TestMaskConcurrent(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -82,6 +86,7 @@ func TestMaskConcurrent(t *testing.T) {
 }
 
 func TestMaskValue(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	m.Add("hunter2", "tok_abc")
 	in := map[string]any{
@@ -128,6 +133,7 @@ func TestMaskValue(t *testing.T) {
 }
 
 func TestMaskValueKeyCollisions(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	m.Add("aaa", "bbb")
 	in := map[string]any{"aaa": 1, "bbb": 2, "***": 0}
@@ -140,6 +146,7 @@ func TestMaskValueKeyCollisions(t *testing.T) {
 }
 
 func TestMaskError(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	m.Add("hunter2")
 	base := fmt.Errorf("login with hunter2: %w", fs.ErrPermission)
@@ -173,6 +180,7 @@ func TestMaskError(t *testing.T) {
 // is not held back whole: MaskStream holds at most maxHeld bytes, and what
 // it lets go still shows none of the secret.
 func TestMaskStreamBoundsWhatItHolds(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	m.Add("aaa")
 	piece := strings.Repeat("a", 4096)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPropertyMaskHidesEverySecret(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		// Secrets from a small alphabet so they overlap and nest often; no '*',
 		// which the mask itself could recreate (see Mask).
@@ -78,6 +79,7 @@ func maskModel(text string, secrets []string) string {
 }
 
 func TestPropertyMaskMatchesModel(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		secrets := rapid.SliceOfN(rapid.StringMatching(`[ab]{1,5}`), 0, 5).Draw(t, "secrets")
 		text := rapid.StringMatching(`[ab ]{0,40}`).Draw(t, "text")
@@ -93,6 +95,7 @@ func TestPropertyMaskMatchesModel(t *testing.T) {
 // piece after the tail held back from the one before, the last tail masked
 // whole) shows no secret, and a text without secrets passes unchanged.
 func TestPropertyMaskStreamHidesSecretsAcrossPieces(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		secrets := rapid.SliceOfN(rapid.StringMatching(`[abc01]{3,8}`), 1, 4).Draw(t, "secrets")
 		var b strings.Builder

@@ -25,6 +25,7 @@ func sealer(t testing.TB, key []byte) *Sealer {
 }
 
 func TestSealOpenRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := sealer(t, keyA)
 	for _, plain := range [][]byte{nil, []byte(""), []byte("hunter2"), bytes.Repeat([]byte{0, 0xff}, 5000)} {
 		sealed, err := s.Seal(plain)
@@ -48,6 +49,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 }
 
 func TestSealUsesFreshNonces(t *testing.T) {
+	t.Parallel()
 	s := sealer(t, keyA)
 	seen := map[string]bool{}
 	for range 100 {
@@ -63,6 +65,7 @@ func TestSealUsesFreshNonces(t *testing.T) {
 }
 
 func TestOpenDetectsTampering(t *testing.T) {
+	t.Parallel()
 	s := sealer(t, keyA)
 	sealed, err := s.Seal([]byte("the launch codes"))
 	if err != nil {
@@ -87,6 +90,7 @@ func TestOpenDetectsTampering(t *testing.T) {
 }
 
 func TestOpenWithWrongKey(t *testing.T) {
+	t.Parallel()
 	sealed, err := sealer(t, keyA).Seal([]byte("x"))
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +101,7 @@ func TestOpenWithWrongKey(t *testing.T) {
 }
 
 func TestOpenNotSealed(t *testing.T) {
+	t.Parallel()
 	s := sealer(t, keyA)
 	for _, text := range []string{"", "hunter2", "$TOKEN", "sealed:v2:AAAA", "SEALED:v1:AAAA"} {
 		_, err := s.Open(text)
@@ -113,6 +118,7 @@ func TestOpenNotSealed(t *testing.T) {
 }
 
 func TestNewSealerKeySize(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 16, 31, 33} {
 		if _, err := NewSealer(make([]byte, n)); err == nil {
 			t.Errorf("NewSealer accepted a %d-byte key", n)
@@ -121,6 +127,7 @@ func TestNewSealerKeySize(t *testing.T) {
 }
 
 func TestSealKeyIsDerived(t *testing.T) {
+	t.Parallel()
 	// A value sealed by a Sealer must not open with the server key used
 	// directly as the AES key: the AES key is derived from it.
 	sealed, err := sealer(t, keyA).Seal([]byte("derived"))

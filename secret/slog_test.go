@@ -33,6 +33,7 @@ func newLogger(m *Masker) (*slog.Logger, *bytes.Buffer) {
 }
 
 func TestHandlerMasks(t *testing.T) {
+	t.Parallel()
 	const s = "hunter2"
 	m := NewMasker()
 	m.Add(s)
@@ -93,6 +94,7 @@ func TestHandlerMasks(t *testing.T) {
 }
 
 func TestHandlerPassesLevelAndTime(t *testing.T) {
+	t.Parallel()
 	m := NewMasker()
 	var buf bytes.Buffer
 	h := NewHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}), m)

@@ -22,6 +22,7 @@ func utf8Upto(n int) *rapid.Generator[string] {
 }
 
 func TestPropertyRoundTrip(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		key := rapid.SliceOfN(rapid.Byte(), KeySize, KeySize).Draw(t, "key")
 		c := Claims{

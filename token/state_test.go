@@ -8,6 +8,7 @@ import (
 )
 
 func TestStateSigner(t *testing.T) {
+	t.Parallel()
 	key := bytes.Repeat([]byte{7}, KeySize)
 	s := NewStateSigner(key)
 	data := []byte(`{"root":"r1","token":"t"}`)

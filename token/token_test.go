@@ -20,6 +20,7 @@ func sample() Claims {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := NewSigner(keyA)
 	c := sample()
 	c.Expires = c.Expires.Add(750 * time.Millisecond) // dropped: second precision
@@ -41,6 +42,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestSignIsDeterministic(t *testing.T) {
+	t.Parallel()
 	s := NewSigner(keyA)
 	if a, b := s.Sign(sample()), s.Sign(sample()); a != b {
 		t.Fatalf("same claims gave two tokens:\n%s\n%s", a, b)
@@ -48,6 +50,7 @@ func TestSignIsDeterministic(t *testing.T) {
 }
 
 func TestMACCoversPrefixAndPayloadText(t *testing.T) {
+	t.Parallel()
 	// The documented format, recomputed independently of Sign.
 	s := NewSigner(keyA)
 	tok := s.Sign(sample())
@@ -62,6 +65,7 @@ func TestMACCoversPrefixAndPayloadText(t *testing.T) {
 }
 
 func TestTamperingAnyByteFails(t *testing.T) {
+	t.Parallel()
 	s := NewSigner(keyA)
 	tok := s.Sign(sample())
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.\n="
@@ -97,6 +101,7 @@ func TestTamperingAnyByteFails(t *testing.T) {
 }
 
 func TestOtherKeyFails(t *testing.T) {
+	t.Parallel()
 	tok := NewSigner(keyB).Sign(sample())
 	if _, err := NewSigner(keyA).Verify(tok, now); !errors.Is(err, ErrSignature) {
 		t.Fatalf("token from another key: err = %v, want ErrSignature", err)
@@ -104,6 +109,7 @@ func TestOtherKeyFails(t *testing.T) {
 }
 
 func TestDerivedKeyIsNotTheServerKey(t *testing.T) {
+	t.Parallel()
 	// A plain HMAC with the server key itself must not verify: the key is derived.
 	s := NewSigner(keyA)
 	tok := s.Sign(sample())
@@ -116,6 +122,7 @@ func TestDerivedKeyIsNotTheServerKey(t *testing.T) {
 }
 
 func TestExpired(t *testing.T) {
+	t.Parallel()
 	s := NewSigner(keyA)
 	c := sample()
 	tok := s.Sign(c)
@@ -141,6 +148,7 @@ func TestExpired(t *testing.T) {
 }
 
 func TestMalformed(t *testing.T) {
+	t.Parallel()
 	s := NewSigner(keyA)
 	good := s.Sign(sample())
 	payload := strings.Split(good, ".")[1]
@@ -179,6 +187,7 @@ func TestMalformed(t *testing.T) {
 }
 
 func TestBadPayloadUnderValidMAC(t *testing.T) {
+	t.Parallel()
 	// A payload that is authentic but not a canonical encoding is malformed.
 	s := NewSigner(keyA)
 	canonical := encodeClaims(sample())
@@ -201,6 +210,7 @@ func TestBadPayloadUnderValidMAC(t *testing.T) {
 }
 
 func TestNewSignerRejectsWrongKeySize(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 16, 31, 33, 64} {
 		func() {
 			defer func() {
@@ -214,6 +224,7 @@ func TestNewSignerRejectsWrongKeySize(t *testing.T) {
 }
 
 func TestMaxLenFitsLongIDs(t *testing.T) {
+	t.Parallel()
 	// The documented budget: ~1,450 bytes of run ID plus step key still verify.
 	s := NewSigner(keyA)
 	c := Claims{RunID: strings.Repeat("r", 725), StepKey: strings.Repeat("s", 725), Seq: 1 << 62, Expires: now.Add(time.Hour)}

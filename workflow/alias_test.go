@@ -43,6 +43,7 @@ func allocated(f func()) uint64 {
 // parsed, before anything is built from it: one syntax violation, and
 // memory of the order of the document, not of its expansion.
 func TestAliasExpansionBounded(t *testing.T) {
+	t.Parallel()
 	for name, doc := range map[string][]byte{
 		"megabyte scalar aliased 5,000 times":  aliasedScalar(),
 		"100 KB scalar, aliases of aliases":    laughs(6, 4, 100_000), // 4,096 copies: 400 MB in 5,000 nodes
@@ -68,6 +69,7 @@ func TestAliasExpansionBounded(t *testing.T) {
 // Ordinary aliases still expand: a template and a mapping reused, and a
 // document whose expansion is just under the bound.
 func TestAliasesWithinBound(t *testing.T) {
+	t.Parallel()
 	doc := "version: 1\nname: reuse\ndescription: &d Reuses its parts.\ntags: [*d]\nsteps:\n" +
 		"  - id: a\n    uses: noop\n    with: &w {greeting: hello, n: 2}\n" +
 		"  - id: b\n    uses: noop\n    with: *w\n"

@@ -30,6 +30,7 @@ func bigWorkflow(n int) []byte {
 }
 
 func TestBigWorkflowIsValid(t *testing.T) {
+	t.Parallel()
 	res := Check(bigWorkflow(500), Options{})
 	for _, v := range res.Violations {
 		t.Errorf("%s", v)

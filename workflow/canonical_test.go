@@ -14,6 +14,7 @@ func versionOf(t *testing.T, doc string) string {
 }
 
 func TestVersionSameAcrossSpellings(t *testing.T) {
+	t.Parallel()
 	spellings := []string{
 		// block YAML
 		"version: 1\nname: v\ninputs:\n  n: {type: integer, default: 2}\nsteps:\n  - id: a\n    uses: log\n    with: {message: hi, level: 1.0}\n",
@@ -33,6 +34,7 @@ func TestVersionSameAcrossSpellings(t *testing.T) {
 }
 
 func TestVersionChangesWithContent(t *testing.T) {
+	t.Parallel()
 	a := versionOf(t, "version: 1\nname: v\nsteps:\n  - id: a\n    uses: log\n")
 	b := versionOf(t, "version: 1\nname: v\nsteps:\n  - id: b\n    uses: log\n")
 	if a == b {
@@ -41,6 +43,7 @@ func TestVersionChangesWithContent(t *testing.T) {
 }
 
 func TestCanonical(t *testing.T) {
+	t.Parallel()
 	got, err := Canonical(map[string]any{"b": []any{int64(1), 2.5, 3.0, "<&>", nil, true}, "a": map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +54,7 @@ func TestCanonical(t *testing.T) {
 }
 
 func TestOffsetPositions(t *testing.T) {
+	t.Parallel()
 	doc := "version: 1\nname: pos\ninputs:\n  x: {type: string, default: a}\nsteps:\n" +
 		"  - id: plain\n    uses: log\n    with:\n      m: ab ${{ inputs.y1 }}\n" +
 		"  - id: dq\n    uses: log\n    with: {m: \"\\t\\u00e9 ${{ inputs.y2 }}\"}\n" +
@@ -74,6 +78,7 @@ func TestOffsetPositions(t *testing.T) {
 }
 
 func TestParseRejectsAliasBombs(t *testing.T) {
+	t.Parallel()
 	doc := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
 	prev := "a"
 	for i := 0; i < 8; i++ {
@@ -88,6 +93,7 @@ func TestParseRejectsAliasBombs(t *testing.T) {
 }
 
 func TestParseRejectsSecondDocument(t *testing.T) {
+	t.Parallel()
 	_, vs := Parse([]byte("version: 1\n---\nversion: 2\n"))
 	if len(vs) != 1 || vs[0].Line != 2 {
 		t.Fatalf("got %v", vs)
@@ -95,6 +101,7 @@ func TestParseRejectsSecondDocument(t *testing.T) {
 }
 
 func TestParseEmpty(t *testing.T) {
+	t.Parallel()
 	for _, doc := range []string{"", "   \n", "# only a comment\n"} {
 		res := Check([]byte(doc), Options{})
 		if res.Valid() {

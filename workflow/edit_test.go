@@ -3,6 +3,7 @@ package workflow
 import "testing"
 
 func TestWithNameKeepsEverythingElse(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"version: 1\nname: old # keep\nsteps: []\n", "version: 1\nname: brand-new # keep\nsteps: []\n"},
 		{"version: 1\nname: \"old\"\nsteps: []\n", "version: 1\nname: \"brand-new\"\nsteps: []\n"},

@@ -9,6 +9,7 @@ import (
 // TestExamplesValidate validates every workflow in examples/ and checks
 // that, together, they use every step kind.
 func TestExamplesValidate(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../examples/*.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/in
 // violations recorded beside it (NAME.golden): one line per violation,
 // LINE:COL: RULE: MESSAGE (hint: …) @PATH.
 func TestInvalidGolden(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../testdata/invalid/*.*")
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,7 @@ func TestInvalidGolden(t *testing.T) {
 // TestFiveMistakes is the acceptance case: five different mistakes in one
 // file are all reported in one run, each at its own line and column.
 func TestFiveMistakes(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../testdata/invalid/five-mistakes.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // types) become int64 or float64 at every depth, large integers stay
 // exact, and the caller's value is left as it was.
 func TestNormalizeEveryDepth(t *testing.T) {
+	t.Parallel()
 	d := json.NewDecoder(strings.NewReader(`{"week": 12, "ratio": 0.5, "big": 9007199254740993,
 		"list": [1, [2.5, {"n": 3}]], "form": {"start_week": 12, "email": "a@b"}}`))
 	d.UseNumber()

@@ -47,6 +47,7 @@ func report(doc []byte, vs []workflow.Violation) string {
 }
 
 func TestGeneratedWorkflowsAreValid(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		for _, doc := range [][]byte{yamlSpelling(t, wf), jsonSpelling(t, wf)} {
@@ -62,6 +63,7 @@ func TestGeneratedWorkflowsAreValid(t *testing.T) {
 }
 
 func TestParseReadsEverySpellingAsTheSameData(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		want := canonical(t, wf)
@@ -77,6 +79,7 @@ func TestParseReadsEverySpellingAsTheSameData(t *testing.T) {
 }
 
 func TestVersionIgnoresSpelling(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		want, err := workflow.VersionOf(wf)
@@ -102,6 +105,7 @@ func TestVersionIgnoresSpelling(t *testing.T) {
 }
 
 func TestCanonicalIsIdempotent(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		var v any
 		if rapid.Bool().Draw(t, "workflow") {
@@ -156,6 +160,7 @@ func genPlain(t *rapid.T, depth int) any {
 }
 
 func TestRemovingARequiredFieldIsReported(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		removed := rapid.SampledFrom(requiredFields(wf)).Draw(t, "removed")
@@ -171,6 +176,7 @@ func TestRemovingARequiredFieldIsReported(t *testing.T) {
 }
 
 func TestDuplicateStepIDIsReported(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		src := rapid.SampledFrom(allSteps(wf)).Draw(t, "original")
@@ -200,6 +206,7 @@ func TestDuplicateStepIDIsReported(t *testing.T) {
 }
 
 func TestUndeclaredInputIsReported(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		name, ptr := insertUndeclaredInput(t, wf)
@@ -218,6 +225,7 @@ func TestUndeclaredInputIsReported(t *testing.T) {
 // reference violation are those of the reference in the file, or (for
 // scalars whose layout cannot be mapped back) of the start of the value.
 func TestReferenceViolationPointsAtTheReference(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		name, _ := insertUndeclaredInput(t, wf)
@@ -240,6 +248,7 @@ func TestReferenceViolationPointsAtTheReference(t *testing.T) {
 }
 
 func TestViolationsDoNotDependOnSpelling(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := mutate(t, genWorkflow(t))
 		a, b := spelling(t, wf), spelling(t, wf)

@@ -79,6 +79,7 @@ func mustAtoi(s string) int {
 // workflow stays valid exactly when the scoping model says the reference is
 // visible there.
 func TestReferenceIsValidIffTheModelSeesIt(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		wf := genWorkflow(t)
 		var targets []string

@@ -6,6 +6,7 @@ import (
 )
 
 func TestReferences(t *testing.T) {
+	t.Parallel()
 	src, vs := Parse([]byte(`
 version: 1
 name: r

@@ -30,6 +30,7 @@ func referencePos(t *testing.T, doc string) workflow.Pos {
 // indicator, not by its first line: the column of an expression in it is
 // off by the number of leading spaces of the text.
 func TestPositionInLiteralBlockWithIndentationIndicator(t *testing.T) {
+	t.Parallel()
 
 	// Line 7 is 7 spaces (6 of indentation, 1 of text), then ${{ at column
 	// 8 and inputs at column 12.
@@ -43,6 +44,7 @@ func TestPositionInLiteralBlockWithIndentationIndicator(t *testing.T) {
 // into a space). The position of an expression on a continuation line is
 // computed as if the whole value were on its first line.
 func TestPositionInMultiLinePlainScalar(t *testing.T) {
+	t.Parallel()
 
 	doc := "version: 1\nname: x\nsteps:\n  - id: a\n    uses: http\n    with:\n      x: one two three\n        ${{ inputs.nope }}\n"
 	got := referencePos(t, doc)
@@ -57,6 +59,7 @@ func TestPositionInMultiLinePlainScalar(t *testing.T) {
 // (Python's json.dumps does by default). The pair is one character of the
 // value but twelve bytes of the source.
 func TestPositionAfterSurrogatePairEscape(t *testing.T) {
+	t.Parallel()
 
 	doc := `{"version": 1, "name": "x", "steps": [{"id": "a", "uses": "http", "with": {"x": "\ud83d\ude00 ${{ inputs.nope }}"}}]}`
 	want := workflow.Pos{Line: 1, Column: strings.Index(doc, "inputs") + 1}
@@ -70,6 +73,7 @@ func TestPositionAfterSurrogatePairEscape(t *testing.T) {
 // breaks, as YAML 1.1 did. go.yaml.in/yaml/v3, among others, writes them
 // raw in plain, single-quoted and literal scalars.
 func TestYAMLKeepsUnicodeLineSeparators(t *testing.T) {
+	t.Parallel()
 
 	for _, fail := range []string{"a\u2028b", "'a\u2028b'", "|-\n      a\u2028b", "a\u0085b", "'a\u0085b'", "'a\u2029b'"} {
 		doc := "version: 1\nname: x\nsteps:\n  - id: a\n    fail: " + fail + "\n"
@@ -95,6 +99,7 @@ func TestYAMLKeepsUnicodeLineSeparators(t *testing.T) {
 // the JSON Schema library reports a propertyNames failure whose schema is a
 // $ref at a wrong instance location; its message is the library's jargon.
 func TestInvalidPropertyNameIsReportedAtTheKey(t *testing.T) {
+	t.Parallel()
 
 	doc := "version: 1\nname: x\nsteps: [{id: a, fail: x}]\noutputs: {a-b: \"2\"}\n"
 	for i := 0; i < 20; i++ {
@@ -115,6 +120,7 @@ func TestInvalidPropertyNameIsReportedAtTheKey(t *testing.T) {
 // fields of a hook are visited in map order: the order changes from run to
 // run.
 func TestViolationOrderIsDeterministic(t *testing.T) {
+	t.Parallel()
 
 	doc := "version: 1\nname: x\nsteps:\n  - id: a\n    fail: &t '${{ inputs.nope }}'\non_success:\n  - uses: http\n    timeout: *t\n    if: *t\n    with: {a: *t, b: *t}\n"
 	first := workflow.Check([]byte(doc), workflow.Options{}).Violations

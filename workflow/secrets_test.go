@@ -19,6 +19,7 @@ func mustWorkflow(t *testing.T, doc string) *Result {
 // TestSecretsFollowData: what reads a secret is secret, through steps,
 // groups, form fields and the environment; declassify ends it.
 func TestSecretsFollowData(t *testing.T) {
+	t.Parallel()
 	res := mustWorkflow(t, `version: 1
 name: flow
 env: [PLAIN]
@@ -100,6 +101,7 @@ outputs:
 // TestSecretsNoneWithoutSecrets: a workflow without secrets says so, and
 // nothing in it is secret.
 func TestSecretsNoneWithoutSecrets(t *testing.T) {
+	t.Parallel()
 	res := mustWorkflow(t, `version: 1
 name: plain
 inputs:
@@ -120,6 +122,7 @@ outputs:
 // TestDeclassifyTakesOneArgument: declassify is a known function of one
 // argument.
 func TestDeclassifyTakesOneArgument(t *testing.T) {
+	t.Parallel()
 	res := Check([]byte(`version: 1
 name: d
 inputs:
@@ -138,6 +141,7 @@ steps:
 // credentials and not marked secret give warnings, which leave the
 // workflow valid.
 func TestCredentialNamesWarn(t *testing.T) {
+	t.Parallel()
 	res := Check([]byte(`version: 1
 name: w
 inputs:
@@ -177,6 +181,7 @@ steps:
 }
 
 func TestCredentialName(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{"password": true, "apiKey": true, "API_KEY": true, "x-api-key": true,
 		"privateKey": true, "AWS_SECRET_ACCESS_KEY": true, "token": true, "GITHUB_TOKEN": true, "passwd": true,
 		"max_tokens": false, "keyboard": false, "username": false, "tokenizer": false, "region": false} {
@@ -190,6 +195,7 @@ func TestCredentialName(t *testing.T) {
 // value written: members of a map written out, passed on by a plain
 // reference, and a group's branches.
 func TestSecretShapes(t *testing.T) {
+	t.Parallel()
 	res := mustWorkflow(t, `version: 1
 name: shapes
 inputs:
@@ -257,6 +263,7 @@ func toJSONText(v any) string {
 // TestAnswerFromSecretIsSecret: a question whose auto or default reads a
 // secret has a secret answer; one that reads none does not.
 func TestAnswerFromSecretIsSecret(t *testing.T) {
+	t.Parallel()
 	res := mustWorkflow(t, `version: 1
 name: answers
 inputs:
@@ -291,6 +298,7 @@ steps:
 // would otherwise double at each step, and so would the time to compare
 // them), and the end of the chain is still secret.
 func TestShapesStayShallow(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("version: 1\nname: chain\ninputs:\n  token: {type: string, secret: true}\nsteps:\n" +
 		"  - id: s0\n    uses: transform\n    with: {value: \"${{ inputs.token }}\"}\n")

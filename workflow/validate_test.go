@@ -17,6 +17,7 @@ func (r fakeResolver) HasWorkflow(name string) (bool, []string) {
 }
 
 func TestResolverChecksActionsAndWorkflows(t *testing.T) {
+	t.Parallel()
 	doc := `version: 1
 name: resolved
 steps:
@@ -53,6 +54,7 @@ on_success:
 }
 
 func TestScopes(t *testing.T) {
+	t.Parallel()
 	valid := `version: 1
 name: scopes
 inputs:
@@ -101,6 +103,7 @@ on_failure:
 }
 
 func TestLoopBounds(t *testing.T) {
+	t.Parallel()
 	base := `version: 1
 name: loops
 steps:
@@ -126,6 +129,7 @@ steps:
 }
 
 func TestLoadReturnsViolations(t *testing.T) {
+	t.Parallel()
 	_, _, err := Load([]byte("version: 1\nname: x\nsteps:\n  - id: a\n"), Options{})
 	ve, ok := err.(*ValidationError)
 	if !ok || len(ve.Violations) != 1 || !strings.Contains(err.Error(), "does nothing") {
@@ -138,6 +142,7 @@ func TestLoadReturnsViolations(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	for in, ok := range map[string]bool{"30s": true, "1h30m": true, "2d": true, "1d12h": true, "500ms": true, "1.5h": true,
 		"": false, "5 minutes": false, "-1s": false, "d": false, "3x": false} {
 		_, err := ParseDuration(in)
@@ -148,6 +153,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestSuggest(t *testing.T) {
+	t.Parallel()
 	cands := []string{"timeout", "retry", "boolean", "string"}
 	for in, want := range map[string]string{"timout": "timeout", "rerty": "retry", "bool": "boolean", "xyz": "", "str": "string"} {
 		if got := suggest(in, cands); got != want {
@@ -157,6 +163,7 @@ func TestSuggest(t *testing.T) {
 }
 
 func TestParseText(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, typ string
 		want    any

@@ -17,6 +17,7 @@ func parse(t *testing.T, doc string) *yaml.Node {
 }
 
 func TestExpanded(t *testing.T) {
+	t.Parallel()
 	const big = 1 << 62
 	for doc, want := range map[string]int64{
 		// document 1 + mapping 1 + key "a" 2 + value "bc" 3
@@ -37,6 +38,7 @@ func TestExpanded(t *testing.T) {
 // A megabyte scalar aliased 5,000 times stands for 5 GB; the measure says
 // so without building it and stops at the limit.
 func TestExpandedLargeScalarAliases(t *testing.T) {
+	t.Parallel()
 	doc := "description: &d '" + strings.Repeat("x", 1_000_000) + "'\ntags: [" + strings.TrimSuffix(strings.Repeat("*d, ", 5000), ", ") + "]\n"
 	root := parse(t, doc)
 	if got := Expanded(root, 1<<62); got < 5000*1_000_000 {
@@ -52,6 +54,7 @@ func TestExpandedLargeScalarAliases(t *testing.T) {
 // measure remembers every anchor's size, so it visits each node once, and
 // saturates instead of overflowing.
 func TestExpandedBillionLaughs(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
 	for i := 1; i <= 30; i++ {
