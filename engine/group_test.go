@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -486,6 +487,10 @@ steps:
 // waits for its backoff on a durable wake-up, and the attempts are counted
 // across a restart.
 func TestRetriesInsideAGroupAreDurable(t *testing.T) {
+	synctest.Test(t, testRetriesInsideAGroupAreDurable) // its waits pass on the bubble's clock, at once
+}
+
+func testRetriesInsideAGroupAreDurable(t *testing.T) {
 	h := newHarness(t)
 	f := &flaky{calls: map[string]int{}}
 	withAction(h, f)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -207,6 +208,10 @@ steps:
 // again (at-least-once), and the first one's result, arriving late, is
 // refused by the lease's epoch and never recorded.
 func TestTakeoverAfterExpiryFencesTheOldDriver(t *testing.T) {
+	synctest.Test(t, testTakeoverAfterExpiryFencesTheOldDriver) // its waits pass on the bubble's clock, at once
+}
+
+func testTakeoverAfterExpiryFencesTheOldDriver(t *testing.T) {
 	l := newLedger()
 	releaseFirst := make(chan struct{})
 	l.hold = func(ctx context.Context, key string) error {
@@ -395,6 +400,10 @@ func TestOwnerIDs(t *testing.T) {
 // one-shot command does not drive another process's run whose sleep came
 // due, until it is asked to (Resume).
 func TestOneShotEngineLeavesOtherRunsTimers(t *testing.T) {
+	synctest.Test(t, testOneShotEngineLeavesOtherRunsTimers) // its waits pass on the bubble's clock, at once
+}
+
+func testOneShotEngineLeavesOtherRunsTimers(t *testing.T) {
 	l := newLedger()
 	reg := ledgerRegistry(l)
 	path := filepath.Join(t.TempDir(), "shared.db")

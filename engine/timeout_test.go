@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -193,6 +194,10 @@ outputs:
 // A question's timeout is durable: an engine started after the first
 // stopped fails the step when the timeout passes.
 func TestQuestionTimeoutSurvivesRestart(t *testing.T) {
+	synctest.Test(t, testQuestionTimeoutSurvivesRestart) // its waits pass on the bubble's clock, at once
+}
+
+func testQuestionTimeoutSurvivesRestart(t *testing.T) {
 	h := newHarness(t)
 	doc := `version: 1
 name: restart-wait
@@ -299,6 +304,10 @@ outputs:
 // out of time is canceled, the attempt fails, a retry starts a new child;
 // once the attempts are spent the step fails.
 func TestSubWorkflowTimeout(t *testing.T) {
+	synctest.Test(t, testSubWorkflowTimeout) // its waits pass on the bubble's clock, at once
+}
+
+func testSubWorkflowTimeout(t *testing.T) {
 	h := newHarness(t)
 	library(t, h, map[string]string{"asking": askingChild})
 	doc := `version: 1
@@ -338,6 +347,10 @@ outputs:
 // when it passes, the branches' open questions are canceled, their
 // wake-ups dropped, and the group's step fails (here continuing on error).
 func TestGroupTimeoutEndsWaitingBranches(t *testing.T) {
+	synctest.Test(t, testGroupTimeoutEndsWaitingBranches) // its waits pass on the bubble's clock, at once
+}
+
+func testGroupTimeoutEndsWaitingBranches(t *testing.T) {
 	h := newHarness(t)
 	doc := `version: 1
 name: fan-out
@@ -436,6 +449,10 @@ func TestRecordedDefinitionWithRefusedModifiersLoads(t *testing.T) {
 // A sub-workflow step's timeout is durable too: the parent waits on its
 // child's question across a restart and fails the step on time.
 func TestSubWorkflowTimeoutSurvivesRestart(t *testing.T) {
+	synctest.Test(t, testSubWorkflowTimeoutSurvivesRestart) // its waits pass on the bubble's clock, at once
+}
+
+func testSubWorkflowTimeoutSurvivesRestart(t *testing.T) {
 	h := newHarness(t)
 	lib := map[string]string{"asking": askingChild}
 	library(t, h, lib)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"stepwise.dev/stepwise/action"
@@ -107,6 +108,10 @@ outputs:
 }
 
 func TestSleepSurvivesRestart(t *testing.T) {
+	synctest.Test(t, testSleepSurvivesRestart) // its waits pass on the bubble's clock, at once
+}
+
+func testSleepSurvivesRestart(t *testing.T) {
 	h := newHarness(t)
 	doc := `version: 1
 name: sleeper

@@ -33,7 +33,10 @@ type groupOp struct {
 	wake chan struct{}
 }
 
-var groupOps = sync.Pool{New: func() any { return &groupOp{wake: make(chan struct{}, 1)} }}
+// groupOps recycles ops. Each use gets a new wake channel: a channel
+// belongs to the goroutines (and, under testing/synctest, the bubble) of
+// the call that made it.
+var groupOps = sync.Pool{New: func() any { return new(groupOp) }}
 
 // group is the queue of writes and whether a leader is writing.
 type group struct {
@@ -78,7 +81,7 @@ func (s *Store) groupTx(ctx context.Context, fn func(context.Context, *sql.Tx) e
 		return err
 	}
 	op := groupOps.Get().(*groupOp)
-	op.ctx, op.fn, op.err, op.lead = ctx, fn, nil, false
+	op.ctx, op.fn, op.err, op.lead, op.wake = ctx, fn, nil, false, make(chan struct{}, 1)
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, op)
@@ -118,7 +121,7 @@ func (s *Store) groupTx(ctx context.Context, fn func(context.Context, *sql.Tx) e
 // release returns the op to the pool and its error to the caller.
 func (op *groupOp) release() error {
 	err := op.err
-	op.ctx, op.fn, op.err = nil, nil, nil
+	op.ctx, op.fn, op.err, op.wake = nil, nil, nil, nil
 	groupOps.Put(op)
 	return err
 }
