@@ -16,8 +16,12 @@
 //      (playwright's exposeFunction);
 //   4. Chromium (playwright-core, /usr/bin/chromium headless) sees the view
 //      follow the run live to its question, refuse an out-of-range answer
-//      inline, take a valid one, and the run finish — checked on the server
-//      too; the host's theme is followed; no console errors.
+//      inline (submitted with Enter), take a valid one, and the run finish —
+//      checked on the server too; the host's theme is followed;
+//   5. a form of fields (choice, yes/no, multi-choice, text) is answered in
+//      the view as one object; a secret question is not: the view offers
+//      the one-time secret page through the host (ui/open-link);
+//   6. no console errors in any frame.
 //
 //   node e2e/app/host.mjs /path/to/stepwise [ARTIFACT_DIR]
 //
@@ -29,6 +33,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isDeepStrictEqual } from "node:util";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { build } from "esbuild";
 import { chromium } from "playwright-core";
@@ -71,6 +76,7 @@ function startServer() {
   const home = join(temp, "home");
   mkdirSync(join(home, "workflows"), { recursive: true });
   copyFileSync(join(here, "rollout.yaml"), join(home, "workflows", "rollout.yaml"));
+  copyFileSync(join(here, "release-form.yaml"), join(home, "workflows", "release-form.yaml"));
   copyFileSync(join(here, "../../mcpserver/testdata/vault.yaml"), join(home, "workflows", "vault.yaml"));
   const proc = spawn(bin, ["--home", home, "serve", "--http", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
@@ -201,6 +207,26 @@ async function session(client, port, browser) {
   check(done.status === "succeeded" && done.outputs?.percent === 25 && asked?.answer === 25,
     "the server has the run succeeded with the answer given in the view", done);
   await page.close();
+
+  // A form of fields (choice, yes/no, multi-choice, text) is answered in
+  // the view as one object.
+  const formInput = { workflow: "release-form", wait_seconds: 10 };
+  const formStarted = await client.callTool({ name: "run_start", arguments: formInput });
+  const formRun = structured(formStarted);
+  check(formRun.status === "waiting" && formRun.pause?.fields?.length === 4, "run_start of release-form waits on a form of 4 fields", formRun);
+  const form = await mount(browser, client, port, consoleErrors, content, formInput, formStarted);
+  await form.view.getByRole("radio", { name: "beta" }).check({ timeout: 30000 });
+  check(await form.view.getByRole("checkbox", { name: "Notify subscribers" }).isChecked(), "a yes/no field shows its default");
+  await form.view.getByRole("checkbox", { name: "eu" }).check();
+  await form.view.getByRole("checkbox", { name: "asia" }).check();
+  await form.view.getByLabel("Note for the changelog").fill("Faster invoices");
+  await form.view.getByRole("button", { name: "Answer" }).click();
+  await form.view.locator("#status").filter({ hasText: "succeeded" }).waitFor({ timeout: 30000 });
+  const formDone = structured(await client.callTool({ name: "run_get", arguments: { run_id: formRun.run_id } }));
+  const want = { channel: "beta", notify: true, regions: ["eu", "asia"], note: "Faster invoices" };
+  check(formDone.status === "succeeded" && isDeepStrictEqual(formDone.outputs?.details, want),
+    `the form's answer reached the run: ${JSON.stringify(formDone.outputs?.details)}`, formDone);
+  await form.page.close();
 
   // A secret question is not answered in the view: it offers the one-time
   // secret page, opened through the host (ui/open-link).
