@@ -8,14 +8,15 @@
 //      the io.modelcontextprotocol/ui extension;
 //   2. run_start names the view in tools/list (_meta.ui.resourceUri), and
 //      resources/read gives its HTML (text/html;profile=mcp-app);
-//   3. run_start {workflow: rollout, wait_seconds: 0} returns the run still
-//      running; the harness page (page/host.html, page/host.js bundled by
+//   3. run_start {workflow: rollout, wait_seconds: 0} returns the run before
+//      its question (its agent step comes first); the harness page (page/host.html, page/host.js bundled by
 //      esbuild) renders the view through AppBridge in a sandbox proxy
 //      (page/sandbox.html, on another origin) and hands it the call's
 //      input and result; the view's tools/call go to the Node client
 //      (playwright's exposeFunction);
 //   4. Chromium (playwright-core, /usr/bin/chromium headless) sees the view
-//      follow the run live to its question, refuse an out-of-range answer
+//      wait for the agent, follow the run live to its question once the
+//      agent answered (outside the view), refuse an out-of-range answer
 //      inline (submitted with Enter), take a valid one, and the run finish —
 //      checked on the server too; the host's theme is followed;
 //   5. a form of fields (choice, yes/no, multi-choice, text) is answered in
@@ -146,25 +147,34 @@ async function session(client, port, browser) {
   const input = { workflow: "rollout", inputs: { service: "billing" }, wait_seconds: 0 };
   const started = await client.callTool({ name: "run_start", arguments: input });
   const run = structured(started);
-  check(!started.isError && ["pending", "running", "waiting"].includes(run.status) && !run.pause, `run_start returns the run still working (${run.status})`, run);
+  check(!started.isError && ["pending", "running", "waiting"].includes(run.status) && run.pause?.kind !== "question",
+    `run_start returns the run before its question (${run.status}${run.pause ? `, ${run.pause.kind} pause` : ""})`, run);
 
   const consoleErrors = [];
   const { page, view } = await mount(browser, client, port, consoleErrors, content, input, started);
 
-  // The view shows the run and follows it to its question without any
-  // reload: the host saw its run_get calls.
-  await view.locator("#status").filter({ hasText: "waiting" }).waitFor({ timeout: 30000 });
+  // The run first waits for the agent (its task in the conversation): the
+  // view says so. The agent's answer, given here as the conversation would,
+  // moves the run on to the question, and the view follows it there without
+  // any reload: only its run_get calls through the host can tell it.
+  await view.getByText("Waiting for the agent").waitFor({ timeout: 30000 });
+  check((await page.evaluate(() => window.hostLog)).initialized, "the view completed ui/initialize and sent ui/notifications/initialized");
+  await page.locator("#frame").screenshot({ path: join(artifacts, "app-agent.png") });
+  const atAgent = structured(await client.callTool({ name: "run_get", arguments: { run_id: run.run_id } }));
+  check(atAgent.status === "waiting" && atAgent.pause?.kind === "agent", "the run waits for the agent, and the view says so", atAgent);
+  const byAgent = await client.callTool({ name: "run_continue", arguments: { token: atAgent.pause.token, value: { line: "Invoices render twice as fast." }, wait_seconds: 10 } });
+  check(structured(byAgent).pause?.kind === "question", "the agent's run_continue (outside the view) moves the run to its question", structured(byAgent));
+  const label = view.getByLabel("Release to what percentage of users?");
+  await label.waitFor({ timeout: 30000 });
   const log1 = await page.evaluate(() => window.hostLog);
   const gets = log1.calls.filter((c) => c.name === "run_get");
-  check(log1.initialized, "the view completed ui/initialize and sent ui/notifications/initialized");
-  check(gets.length >= 2 && gets.every((c) => c.arguments.run_id === run.run_id) && gets.some((c) => c.status !== "waiting"),
-    `the view followed the run live through the host (${gets.length} run_get calls: ${gets.map((c) => c.status).join(" → ")})`, log1.calls);
+  check(gets.length >= 2 && gets.every((c) => c.arguments.run_id === run.run_id) && gets.some((c) => c.pause === "agent") && gets.at(-1).pause === "question",
+    `the view followed the run live through the host (${gets.length} run_get calls: ${gets.map((c) => c.status + (c.pause ? `/${c.pause}` : "")).join(" → ")})`, log1.calls);
   check(log1.sizes.some((h) => h > 200), `the view reported its size (ui/notifications/size-changed, last ${log1.sizes.at(-1)}px)`, log1.sizes);
   const steps = await view.locator("li.step").evaluateAll((lis) => lis.map((li) => [li.dataset.step, li.dataset.status]));
-  check(steps.some(([id, st]) => id === "prepare" && st === "succeeded") && steps.some(([id]) => id === "build") &&
+  check(steps.some(([id, st]) => id === "prepare" && st === "succeeded") && steps.some(([id, st]) => id === "notes" && st === "succeeded") &&
     steps.some(([id, st]) => id === "percent" && st === "waiting"),
     `the view lists the steps with their statuses (${steps.map((s) => s.join(":")).join(", ")})`, steps);
-  const label = view.getByLabel("Release to what percentage of users?");
   check(await label.count() === 1, "the question is a labelled form field");
 
   // Theme: the host's dark theme, then light when the host switches.
@@ -194,11 +204,11 @@ async function session(client, port, browser) {
   await view.getByRole("button", { name: "Answer" }).click();
   await view.locator("#status").filter({ hasText: "succeeded" }).waitFor({ timeout: 60000 });
   const outputs = JSON.parse(await view.locator("#outputs-json").innerText());
-  check(outputs.percent === 25 && outputs.service === "billing", `the view shows the finished run's outputs ${JSON.stringify(outputs)}`, outputs);
+  check(outputs.percent === 25 && outputs.service === "billing" && outputs.notes === "Invoices render twice as fast.", `the view shows the finished run's outputs ${JSON.stringify(outputs)}`, outputs);
   const log2 = await page.evaluate(() => window.hostLog);
   const answers = log2.calls.filter((c) => c.name === "run_continue");
   check(answers.length === 2 && answers[0].isError && !answers[1].isError && answers[1].arguments.value === 25,
-    "the view answered with run_continue {token, value} through the host (refused once, then taken)", answers);
+    `the view answered with run_continue {token, value} through the host (refused once, then taken: ${answers[1]?.status}; then ${log2.calls.filter((c) => c.name === "run_get").at(-1)?.status})`, answers);
   await page.screenshot({ path: join(artifacts, "app-succeeded.png"), fullPage: true });
   await view.locator("#root").screenshot({ path: join(artifacts, "app-view.png") });
 

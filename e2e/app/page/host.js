@@ -25,7 +25,7 @@ window.mount = async ({ html, meta, input, result, sandboxUrl, hostContext }) =>
   const bridge = new AppBridge(null, HOST_INFO, { serverTools: {}, openLinks: {}, logging: {} }, { hostContext });
   bridge.oncalltool = async (params) => {
     const res = await window.mcpCallTool(params);
-    window.hostLog.calls.push({ name: params.name, arguments: params.arguments, isError: !!res.isError, status: res.structuredContent?.status });
+    window.hostLog.calls.push({ name: params.name, arguments: params.arguments, isError: !!res.isError, status: res.structuredContent?.status, pause: res.structuredContent?.pause?.kind });
     return res;
   };
   bridge.onopenlink = async ({ url }) => {
