@@ -9,7 +9,8 @@ import (
 
 // staticTTLMs is how long a client may keep what does not change while the
 // server runs: its capabilities, prompts, templates, the resource list, the
-// tools when no library workflow is exposed as one, the language's docs.
+// tools when no library workflow is exposed as one, the language's docs,
+// the run view's page.
 const staticTTLMs = 3_600_000
 
 // cacheHint sets the cache hints (ttlMs, cacheScope) of server/discover,
@@ -20,7 +21,7 @@ const staticTTLMs = 3_600_000
 func (s *Server) cacheHint(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 	switch r := req.(type) {
 	case *mcp.ReadResourceRequest:
-		if uri := r.Params.URI; uri == uriDocs || uri == uriSchema || strings.HasPrefix(uri, "stepwise://docs/") {
+		if uri := r.Params.URI; uri == uriDocs || uri == uriSchema || uri == uriRunApp || strings.HasPrefix(uri, "stepwise://docs/") {
 			c.TTLMs, c.CacheScope = staticTTLMs, "public"
 			return
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestCacheHints: on protocol 2026-07-28 what cannot change while the
-// server runs carries an hour's ttl; the library, runs and exposed
+// server runs (the run view's page too) carries an hour's ttl; the library, runs and exposed
 // workflow tools are stale at once, runs private.
 func TestCacheHints(t *testing.T) {
 	ctx := context.Background()
@@ -35,6 +35,10 @@ func TestCacheHints(t *testing.T) {
 		docs, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uriDocs})
 		if err != nil || docs.TTLMs != staticTTLMs || docs.CacheScope != "public" {
 			t.Errorf("docs: ttl %d scope %q %v", docs.TTLMs, docs.CacheScope, err)
+		}
+		app, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uriRunApp})
+		if err != nil || app.TTLMs != staticTTLMs || app.CacheScope != "public" {
+			t.Errorf("the run view: ttl %d scope %q %v", app.TTLMs, app.CacheScope, err)
 		}
 		lib, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uriWorkflows})
 		if err != nil || lib.TTLMs != 0 || lib.CacheScope != "private" {

@@ -88,7 +88,7 @@ func exposedTool(name string, w service.WorkflowSummary) *mcp.Tool {
 	}
 	desc += " Returns the run shape, as run_start; answer a pause with run_continue."
 	return &mcp.Tool{Name: name, Title: w.Title, Description: desc, InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}}
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}, Meta: runAppToolMeta()}
 }
 
 // runExposed starts a run of a library workflow from a wf_ tool call.

@@ -113,7 +113,7 @@ func (s *Server) waitFor(w *float64, def time.Duration) (time.Duration, error) {
 var runStatuses = []string{store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusPaused, store.StatusSucceeded, store.StatusFailed, store.StatusCanceled}
 
 func (s *Server) addRunTools() {
-	addTool(s, &mcp.Tool{Name: "run_start", Title: "Start a run",
+	addTool(s, &mcp.Tool{Name: "run_start", Meta: runAppToolMeta(), Title: "Start a run",
 		Description: "Run a library workflow (workflow: a saved one's name, else a draft's: draft: true) or an inline definition, with inputs. Returns the run shape {run_id, status, outputs?, pause?, error?, next} once it finishes, pauses or wait_seconds pass: answer a pause with run_continue; follow status running with run_get.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunStartIn) (RunResult, error) {
@@ -152,7 +152,7 @@ func (s *Server) addRunTools() {
 			return res, err
 		})
 
-	addTool(s, &mcp.Tool{Name: "run_continue", Title: "Answer a pause",
+	addTool(s, &mcp.Tool{Name: "run_continue", Meta: runAppToolMeta(), Title: "Answer a pause",
 		Description: "Answer a pause: its token and the value (a question's answer, or an agent step's output matching its output_schema). An invalid value is refused with violations; the token stays valid. Returns the run shape.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunContinueIn) (RunResult, error) {
@@ -184,7 +184,7 @@ func (s *Server) addRunTools() {
 			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
 		})
 
-	addTool(s, &mcp.Tool{Name: "run_get", Title: "Get a run",
+	addTool(s, &mcp.Tool{Name: "run_get", Meta: runAppToolMeta(), Title: "Get a run",
 		Description: "A run: status, open pause with its token, outputs, error, recent steps. wait_seconds waits for a running run to finish or pause.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunGetIn) (RunResult, error) {

@@ -165,6 +165,7 @@ func NewUnattached(opts Options) *Server {
 	s.addPurgeTool()
 	s.addSearchTools()
 	s.addResources()
+	s.addApp()
 	s.addPrompts()
 	return s
 }
