@@ -204,9 +204,10 @@ func TestTerminalKeepsEveryKeystroke(t *testing.T) {
 	for i := range 20 {
 		delay := delays[i%len(delays)]
 		t.Run(fmt.Sprintf("%d-%s", i, delay), func(t *testing.T) {
+			p := startPty(t, "--home", t.TempDir(), "run", wf, "--json")
+			// The deadline starts once the process runs (the binary is built on first use).
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
-			p := startPty(t, "--home", t.TempDir(), "run", wf, "--json")
 			keys := []struct{ prompt, text string }{
 				{"Question-one?", "alpha\r"},
 				{"Question-two?", "bravo\r"},
@@ -263,9 +264,10 @@ steps:
 outputs:
   ports: ${{ steps.ports.answer }}
 `)
+	p := startPty(t, "--home", t.TempDir(), "run", wf, "--json")
+	// The deadline starts once the process runs (the binary is built on first use).
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	p := startPty(t, "--home", t.TempDir(), "run", wf, "--json")
 	if err := p.waitFor(ctx, "Open-ports?"); err != nil {
 		t.Fatal(err)
 	}
@@ -286,9 +288,10 @@ outputs:
 // interrupted status and the run stays resumable.
 func TestTerminalInterrupt(t *testing.T) {
 	wf := write(t, "typed.yaml", ptyQuestions)
+	p := startPty(t, "--home", t.TempDir(), "run", wf)
+	// The deadline starts once the process runs (the binary is built on first use).
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	p := startPty(t, "--home", t.TempDir(), "run", wf)
 	if err := p.waitFor(ctx, "Question-one?"); err != nil {
 		t.Fatal(err)
 	}
@@ -328,9 +331,10 @@ outputs:
   n: ${{ steps.n.answer }}
   who: ${{ steps.who.answer }}
 `)
+	p := startPty(t, "--home", t.TempDir(), "run", wf, "--json")
+	// The deadline starts once the process runs (the binary is built on first use).
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	p := startPty(t, "--home", t.TempDir(), "run", wf, "--json")
 	if err := p.waitFor(ctx, "How-many?"); err != nil {
 		t.Fatal(err)
 	}
