@@ -56,11 +56,10 @@ const (
 	ActionNotFound   = "ACTION_NOT_FOUND"
 	// ActionExists: an action of that name is registered already (a
 	// built-in, a catalog's operation or an earlier registration).
-	ActionExists        = "ACTION_EXISTS"
-	ShellNotAllowed     = "SHELL_NOT_ALLOWED"
-	NetworkNotAllowed   = "NETWORK_NOT_ALLOWED"
-	ExpressionBudget    = "EXPRESSION_BUDGET"
-	DatabaseUnavailable = "DATABASE_UNAVAILABLE"
+	ActionExists      = "ACTION_EXISTS"
+	ShellNotAllowed   = "SHELL_NOT_ALLOWED"
+	NetworkNotAllowed = "NETWORK_NOT_ALLOWED"
+	ExpressionBudget  = "EXPRESSION_BUDGET"
 	// Internal: anything else (the error's message says what).
 	Internal = "INTERNAL"
 )
