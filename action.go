@@ -32,7 +32,8 @@ type Action struct {
 	// OutputSchema is the JSON Schema of its output (nil: not described).
 	OutputSchema json.RawMessage
 	// Run executes the action. Its result must encode as JSON; the step's
-	// output is that JSON. An error fails the step with its message.
+	// output is that JSON. An error fails the attempt with its message:
+	// the step's retry policy tries again unless it is Permanent.
 	Run func(ctx context.Context, call Call) (any, error)
 
 	// err is why NewAction could not derive the schemas.
@@ -51,6 +52,16 @@ type Call struct {
 	Attempt int
 	// Logger receives the action's log lines, tied to the run and step.
 	Logger *slog.Logger
+}
+
+// Permanent marks an action's error as one that trying again cannot fix
+// (bad input, a refusal): the step fails at once, whatever its retry
+// policy says. Other errors are retried as the step's `retry` allows.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &action.Error{Err: err}
 }
 
 // NewAction returns an action whose input and output schemas are derived

@@ -33,6 +33,10 @@ type Config struct {
 	// AllowPrivateNetwork lets workflows connect to loopback, private and
 	// link-local addresses.
 	AllowPrivateNetwork bool
+	// Actions are registered (as by RegisterAction) before Open resumes
+	// the runs the last process left running, whose next steps may call
+	// them. Actions registered later serve new runs.
+	Actions []Action
 }
 
 // Engine is an open stepwise engine. It is safe for concurrent use; Close
@@ -44,8 +48,9 @@ type Engine struct {
 	regMu sync.Mutex
 }
 
-// Open opens the engine cfg describes and resumes the runs that were
-// running when the last process on it stopped.
+// Open opens the engine cfg describes, registers cfg.Actions and resumes
+// the runs that were running when the last process on it stopped. An
+// action refused (see RegisterAction) fails Open.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	opts := service.Options{Home: cfg.Home, Database: cfg.Database, Logger: cfg.Logger,
 		ShellPolicy:   action.ShellPolicy{Enabled: cfg.AllowShell},
@@ -55,15 +60,23 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, errorOf(err)
 	}
+	e := &Engine{svc: svc}
+	for _, a := range cfg.Actions {
+		if err := e.RegisterAction(a); err != nil {
+			_ = svc.Close(ctx)
+			return nil, err
+		}
+	}
 	if _, err := svc.Recover(ctx); err != nil {
 		_ = svc.Close(ctx)
 		return nil, errorOf(err)
 	}
-	return &Engine{svc: svc}, nil
+	return e, nil
 }
 
 // Close stops driving runs (a step in flight gets a few seconds to end)
-// and closes the database.
+// and closes the database. Stop serving tools mounted from the engine
+// (MountTools) first: they fail once it is closed.
 func (e *Engine) Close(ctx context.Context) error { return e.svc.Close(ctx) }
 
 // SaveWorkflow validates a workflow definition (YAML or JSON) and saves

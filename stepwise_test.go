@@ -401,3 +401,89 @@ func TestPostgres(t *testing.T) {
 		t.Fatalf("run = %+v, want succeeded with Hello, world!", run)
 	}
 }
+
+// TestPermanent: a plain error is retried as the step's retry allows; a
+// Permanent one fails the step at its first attempt.
+func TestPermanent(t *testing.T) {
+	t.Parallel()
+	eng := open(t, false)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	err := eng.RegisterAction(stepwise.Action{Name: "flaky", Run: func(_ context.Context, c stepwise.Call) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[c.Input["kind"].(string)]++
+		if c.Input["kind"] == "permanent" {
+			return nil, stepwise.Permanent(errors.New("refused for good"))
+		}
+		return nil, errors.New("try again")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"plain", "permanent"} {
+		run, err := eng.StartDefinition(context.Background(), []byte(`
+version: 1
+name: retrying
+steps:
+  - id: f
+    uses: flaky
+    with: {kind: `+kind+`}
+    retry: {attempts: 3, backoff: 1ms}
+`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run = waitRun(t, eng, run.ID); run.Status != code.StatusFailed || run.Error == nil || run.Error.StepID != "f" {
+			t.Fatalf("%s: run = %+v, want failed at f", kind, run)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["plain"] != 3 || calls["permanent"] != 1 {
+		t.Errorf("calls = %v, want plain 3 and permanent 1", calls)
+	}
+	if stepwise.Permanent(nil) != nil {
+		t.Error("Permanent(nil) is not nil")
+	}
+}
+
+// TestReopen: a run paused before a Go action's step goes on in the next
+// process, which registered its actions through Config.Actions; an
+// action Config.Actions refuses fails Open.
+func TestReopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := t.TempDir()
+	cfg := stepwise.Config{Home: home, Actions: []stepwise.Action{stepwise.NewAction("greet", "Greets someone.", greet)}}
+	eng, err := stepwise.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := eng.StartDefinition(ctx, []byte(greeting), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run = waitRun(t, eng, run.ID)
+	if run.Pause == nil {
+		t.Fatalf("run = %+v, want a pause", run)
+	}
+	if err := eng.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eng, err = stepwise.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(ctx)
+	if _, err := eng.Continue(ctx, run.Pause.Token, "Bob"); err != nil {
+		t.Fatal(err)
+	}
+	if run = waitRun(t, eng, run.ID); run.Status != code.StatusSucceeded || run.Outputs["text"] != "Hello, Bob!" {
+		t.Fatalf("run = %+v, want succeeded with Hello, Bob!", run)
+	}
+	bad := stepwise.Config{Home: t.TempDir(), Actions: []stepwise.Action{{Name: "log", Run: func(context.Context, stepwise.Call) (any, error) { return nil, nil }}}}
+	if _, err := stepwise.Open(ctx, bad); asError(t, err).Code != code.ActionExists {
+		t.Errorf("Open with an action named like a built-in: %v, want %s", err, code.ActionExists)
+	}
+}
