@@ -32,11 +32,19 @@ type Run struct {
 type RunError struct {
 	// Code classifies the failure when one applies (code.StepCrashed,
 	// code.NetworkNotAllowed …); often "".
+	Code    string
+	Message string
+	// StepID and Action name the step that failed and what it used.
+	StepID string
+	Action string
+}
+
+// recordedError is the JSON a run records as its error (engine.RunError).
+type recordedError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	// StepID and Action name the step that failed and what it used.
-	StepID string `json:"step_id"`
-	Action string `json:"action"`
+	StepID  string `json:"step_id"`
+	Action  string `json:"action"`
 }
 
 // Pause is an open pause: a question (or form) for a person, or a task
@@ -192,10 +200,11 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Run, string, error
 func runOf(v *service.RunView) *Run {
 	r := &Run{ID: v.ID, Workflow: v.Workflow, Status: v.Status, Outputs: v.Outputs, CreatedAt: v.CreatedAt}
 	if len(v.Error) > 0 {
-		r.Error = &RunError{}
-		if json.Unmarshal(v.Error, r.Error) != nil {
-			r.Error.Message = string(v.Error)
+		var re recordedError
+		if json.Unmarshal(v.Error, &re) != nil {
+			re.Message = string(v.Error)
 		}
+		r.Error = &RunError{Code: re.Code, Message: re.Message, StepID: re.StepID, Action: re.Action}
 	}
 	if p := v.Pause; p != nil {
 		r.Pause = pauseOf(p)

@@ -81,7 +81,7 @@ func (e *Engine) Close(ctx context.Context) error { return e.svc.Close(ctx) }
 
 // SaveWorkflow validates a workflow definition (YAML or JSON) and saves
 // it in the library under its name, replacing a workflow of that name. It
-// returns the name. An invalid definition is refused (WORKFLOW_INVALID,
+// returns the name. An invalid definition is refused (code.WorkflowInvalid,
 // with violations) and nothing is saved.
 func (e *Engine) SaveWorkflow(ctx context.Context, source []byte) (string, error) {
 	res, err := e.svc.SaveWorkflow(ctx, service.SaveRequest{Content: string(source), Overwrite: true})

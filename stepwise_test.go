@@ -146,6 +146,9 @@ steps:
 	if run.Status != code.StatusFailed || run.Error == nil || run.Error.StepID != "c" {
 		t.Fatalf("run = %+v (error %+v), want failed at step c", run, run.Error)
 	}
+	if run.Error.Action != "count" || run.Error.Message == "" {
+		t.Errorf("run error = %+v, want the action count and a message", run.Error)
+	}
 	if ran {
 		t.Error("Run was called with an input its schema refuses")
 	}
