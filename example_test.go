@@ -220,8 +220,21 @@ func ExampleEngine_MountTools() {
 		log.Fatal(err)
 	}
 	out := res.StructuredContent.(map[string]any)
-	fmt.Println(out["status"], out["pause"].(map[string]any)["prompt"])
-	// Output: waiting Whom shall I greet?
+	pause := out["pause"].(map[string]any)
+	fmt.Println(out["status"], pause["prompt"])
+
+	// The agent relays the question and answers with the pause's token;
+	// the run goes on to the Go action.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_continue",
+		Arguments: map[string]any{"token": pause["token"], "value": "Ada"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	out = res.StructuredContent.(map[string]any)
+	fmt.Println(out["status"], out["outputs"].(map[string]any)["text"])
+	// Output:
+	// waiting Whom shall I greet?
+	// succeeded Hello, Ada!
 }
 
 func ExampleEngine_MountWorkflow() {
