@@ -395,6 +395,8 @@ func TestEveryResultPassesTheCeiling(t *testing.T) {
 		"tool.go:s.mcp.AddTool(t, handler)":                                                                                       true, // handler := s.toolHandler(…)
 		"toolschema.go:srv.AddTool(t, h)":                                                                                         true, // addPrebuilt(s.mcp, t, handler) from addTool
 		"expose.go:s.mcp.AddTool(exposedTool(name, w), s.toolHandler(name, s.runExposed(w.Name)))":                                true,
+		"mount.go:s.mcp.AddTool(start, s.toolHandler(start.Name, s.runExposed(name)))":                                            true,
+		"mount.go:s.mcp.AddTool(cont, h)":                                                                                         true, // h := addTool(…), a toolHandler
 		"fixture.go:s.mcp.AddTool(&mcp.Tool{Name: name, Description: description, InputSchema: schema}, s.boundFixture(name, h))": true,
 	}
 	for _, f := range files {

@@ -155,34 +155,7 @@ func (s *Server) addRunTools() {
 	addTool(s, &mcp.Tool{Name: "run_continue", Meta: runAppToolMeta(), Title: "Answer a pause",
 		Description: "Answer a pause: its token and the value (a question's answer, or an agent step's output matching its output_schema). An invalid value is refused with violations; the token stays valid. Returns the run shape.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
-		func(ctx context.Context, req *mcp.CallToolRequest, in RunContinueIn) (RunResult, error) {
-			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
-			if err != nil {
-				return RunResult{}, err
-			}
-			if req.Params.RequestState != "" {
-				return s.resumeElicitation(ctx, req, wait)
-			}
-			sub := s.svc.Subscribe()
-			defer sub.Close()
-			if strings.TrimSpace(in.Token) == "" {
-				return RunResult{}, argumentsError("token", "token is required: use the token of the pause exactly as returned")
-			}
-			res, err := s.svc.ContinueFromAgent(ctx, in.Token, in.Value)
-			if err != nil {
-				return RunResult{}, err
-			}
-			root := res.RunID
-			if res.ParentID != "" { // a sub-workflow's question: follow the top-level run
-				if root, err = s.svc.RootRun(ctx, res.ParentID); err != nil {
-					return RunResult{}, err
-				}
-			}
-			if ok, err := s.asTask(ctx, req, root); ok || err != nil {
-				return RunResult{}, err
-			}
-			return s.awaitAsking(ctx, req, sub, root, wait, true, "", res)
-		})
+		s.runContinue)
 
 	addTool(s, &mcp.Tool{Name: "run_get", Meta: runAppToolMeta(), Title: "Get a run",
 		Description: "A run: status, open pause with its token, outputs, error, recent steps. wait_seconds waits for a running run to finish or pause.",

@@ -108,25 +108,11 @@ func New(svc *service.Service, opts Options) *Server {
 // are answered the handshake (initialize, ping) and their other requests
 // wait until Start, after Attach, or fail once Fail is called.
 func NewUnattached(opts Options) *Server {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if opts.ProtocolLogger == nil {
-		opts.ProtocolLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if opts.DefaultWait <= 0 {
-		opts.DefaultWait = 20 * time.Second
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	profile, err := ParseToolProfile(string(opts.Tools))
+	s, err := newServer(opts)
 	if err != nil {
 		panic("mcpserver: " + err.Error())
 	}
-	opts.Tools = profile
-	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}, ready: newReadiness()}
-	s.tasks = newTasks(s)
+	opts = s.opts
 	caps := &mcp.ServerCapabilities{
 		//lint:ignore SA1019 MCP logging stays for clients before 2026-07-28 (SEP-2577 deprecates it)
 		Logging:   &mcp.LoggingCapabilities{},
@@ -155,6 +141,40 @@ func NewUnattached(opts Options) *Server {
 	if opts.Tracer != nil {
 		s.mcp.AddReceivingMiddleware(opts.Tracer.MCPMiddleware())
 	}
+	s.addTools()
+	s.addResources()
+	s.addApp()
+	s.addPrompts()
+	return s
+}
+
+// newServer is a Server of opts (defaults applied) before it has an SDK
+// server and tools.
+func newServer(opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.ProtocolLogger == nil {
+		opts.ProtocolLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.DefaultWait <= 0 {
+		opts.DefaultWait = 20 * time.Second
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	profile, err := ParseToolProfile(string(opts.Tools))
+	if err != nil {
+		return nil, err
+	}
+	opts.Tools = profile
+	s := &Server{opts: opts, log: opts.Logger, secrets: newSecretPages(), subs: newSubscriptions(), exposed: map[string]string{}, ready: newReadiness()}
+	s.tasks = newTasks(s)
+	return s, nil
+}
+
+// addTools registers the built-in tools the profile offers on s.mcp.
+func (s *Server) addTools() {
 	s.addWorkflowTools()
 	s.addLibraryTools()
 	s.addActionTools()
@@ -164,10 +184,6 @@ func NewUnattached(opts Options) *Server {
 	s.addRunTools()
 	s.addPurgeTool()
 	s.addSearchTools()
-	s.addResources()
-	s.addApp()
-	s.addPrompts()
-	return s
 }
 
 const instructions = `stepwise runs workflows: validated YAML/JSON definitions of automated steps, questions for a person and tasks for you (agent steps).
