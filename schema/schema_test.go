@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -243,20 +244,7 @@ func TestKeywordErrors(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, l)
 			}
-			agreesWithOracle(t, tt.schema, tt.value, false)
 		})
-	}
-}
-
-// agreesWithOracle checks that the oracle gives the verdict valid.
-func agreesWithOracle(t *testing.T, schema, value string, valid bool) {
-	t.Helper()
-	o, err := oracleCompile(oracleValue(t, decode(t, schema)))
-	if err != nil {
-		t.Fatalf("oracle cannot compile %s: %v", schema, err)
-	}
-	if err := o.Validate(oracleValue(t, decode(t, value))); (err == nil) != valid {
-		t.Errorf("oracle says valid=%v for %s against %s: %v", !valid, value, schema, err)
 	}
 }
 
@@ -432,16 +420,10 @@ func TestVerdicts(t *testing.T) {
 						t.Errorf("%s: %v", v, err)
 					}
 				}
-				if !tt.noOracle {
-					agreesWithOracle(t, tt.schema, v, true)
-				}
 			}
 			for _, v := range tt.invalid {
 				for _, value := range []any{decode(t, v), decodeNumbers(t, v)} {
 					validationError(t, s, value)
-				}
-				if !tt.noOracle {
-					agreesWithOracle(t, tt.schema, v, false)
 				}
 			}
 		})
@@ -560,13 +542,10 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"$ref":"#nope"}`, "/$ref", false},
 		{`{"properties":{"a":{"$ref":"https://example.com/schema.json"}}}`, "/properties/a/$ref", false},
 		{`{"$ref":"other.json#/$defs/a"}`, "/$ref", false},
-		// The oracle resolves only the $refs of subschemas it compiles.
-		{`{"then":{"$ref":"#/nowhere"}}`, "/then/$ref", true},
-		{`{"if":true,"else":{"$ref":"#/nowhere"}}`, "/else/$ref", true},
 		{`{"$schema":"https://example.com/my-draft"}`, "/$schema", true},
 		{`{` + d4 + `"exclusiveMaximum":3}`, "/exclusiveMaximum", true},
 		{`{` + d4 + `"required":[]}`, "/required", true},
-		{`{` + d7 + `"dependencies":{"a":["b",1]}}`, "/dependencies/a", false},
+		{`{` + d7 + `"dependencies":{"a":["b",1]}}`, "/dependencies/a/1", false},
 		{`{` + d7 + `"items":[{"type":"x"}]}`, "/items/0/type", false},
 	}
 	for _, tt := range tests {
@@ -581,11 +560,6 @@ func TestSchemaErrors(t *testing.T) {
 			}
 			if !strings.HasPrefix(se.Error(), "invalid schema") {
 				t.Errorf("Error() = %q", se.Error())
-			}
-			if !tt.noOracle {
-				if _, err := oracleCompile(oracleValue(t, decode(t, tt.schema))); err == nil {
-					t.Errorf("the oracle compiles it")
-				}
 			}
 		})
 	}
@@ -699,4 +673,41 @@ func FuzzCompileValidate(f *testing.F) {
 			checkError(t, err, value)
 		}
 	})
+}
+
+func jsonText(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	return string(data)
+}
+
+// checkError checks a validation error: an *Error whose leaves have
+// messages and point into the value.
+func checkError(t interface {
+	Fatalf(string, ...any)
+}, err error, inst any) {
+	e, ok := err.(*Error)
+	if !ok {
+		t.Fatalf("error %T %v is not an *Error", err, err)
+	}
+	leaves := e.Leaves()
+	if len(leaves) == 0 {
+		t.Fatalf("error %v has no leaves", e)
+	}
+	for _, l := range leaves {
+		if l.Message == "" {
+			t.Fatalf("leaf %+v has no message", l)
+		}
+		if len(l.Causes) != 0 {
+			t.Fatalf("leaf %+v has causes", l)
+		}
+		if _, ok := valueAt(inst, l.InstanceLocation); !ok {
+			t.Fatalf("leaf %q: instance location %q is not in %s", l.Message, l.InstanceLocation, jsonText(inst))
+		}
+	}
+	if e.Error() == "" {
+		t.Fatalf("empty Error()")
+	}
 }
