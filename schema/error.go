@@ -124,7 +124,9 @@ func leaf(ve *jsonschema.ValidationError, value, doc any) *Error {
 	loc := location(ve.SchemaURL)
 	e := &Error{SchemaLocation: loc, InstanceLocation: ve.InstanceLocation}
 	v, _ := valueAt(value, ve.InstanceLocation)
-	set := func(keyword, format string, args ...any) { e.Keyword, e.Message = keyword, fmt.Sprintf(format, args...) }
+	set := func(keyword, format string, args ...any) {
+		e.Keyword, e.Message = keyword, fmt.Sprintf(format, args...)
+	}
 	switch k := ve.ErrorKind.(type) {
 	case *kind.AnyOf:
 		set("anyOf", "must match at least one of the allowed forms")
