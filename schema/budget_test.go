@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,5 +44,53 @@ func TestExponentialSchemaStops(t *testing.T) {
 	}
 	if err := MustCompile(s).Validate("x"); err != nil {
 		t.Fatalf("10 deep, valid: %v", err)
+	}
+}
+
+// TestHostileSchemas checks schemas and values written to hurt: each is
+// refused with its error type, none panics or runs without bound.
+func TestHostileSchemas(t *testing.T) {
+	nested := func(n int) string { return strings.Repeat(`{"not":`, n) + `{}` + strings.Repeat(`}`, n) }
+	var wide strings.Builder
+	wide.WriteString(`{"properties":{`)
+	for i := range maxObjects {
+		if i > 0 {
+			wide.WriteString(",")
+		}
+		fmt.Fprintf(&wide, `"p%d":{"minLength":1}`, i)
+	}
+	wide.WriteString(`}}`)
+	for _, tt := range []struct{ name, schema, location string }{
+		{"too deep", nested(maxDepth + 1), "/not/not/not"},
+		{"too many objects", wide.String(), "/properties/p"},
+		{"a bound no decimal holds", `{"minimum":1e1000000000,"multipleOf":1e-1000000000}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Compile(decodeNumbers(t, tt.schema))
+			var se *SchemaError
+			if !errors.As(err, &se) || !strings.HasPrefix(se.Location, tt.location) {
+				t.Fatalf("got %v, want a *SchemaError at %s…", err, tt.location)
+			}
+		})
+	}
+	if _, err := Compile(decode(t, nested(maxDepth))); err != nil {
+		t.Errorf("%d nested schemas: %v", maxDepth, err)
+	}
+	for _, tt := range []struct {
+		name, schema string
+		value        any
+		keyword      string
+	}{
+		{"a number no decimal holds", `{"minimum":0}`, json.Number("1e1000000000"), "unchecked"},
+		{"$dynamicRef loop", `{"$defs":{"a":{"$dynamicRef":"#a","$dynamicAnchor":"a"}},"$ref":"#/$defs/a"}`, 1.0, "$ref"},
+		{"$ref loop", `{"$ref":"#"}`, 1.0, "$ref"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := compile(t, tt.schema).Validate(tt.value)
+			var e *Error
+			if !errors.As(err, &e) || e.Leaves()[0].Keyword != tt.keyword {
+				t.Fatalf("got %#v, want an *Error of keyword %s", err, tt.keyword)
+			}
+		})
 	}
 }
