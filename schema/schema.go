@@ -105,18 +105,15 @@ var annotationOnly = []string{"date-time", "date", "time", "duration", "period",
 // counter), the library checks only the core, applicator, unevaluated
 // and validation vocabularies, and "title": 1 would pass.
 func annotationVocabs(doc any) *jsonschema.Schema {
-	draft := "2020-12"
-	if m, ok := doc.(map[string]any); ok {
-		if s, _ := m["$schema"].(string); strings.Contains(s, "/draft/2019-09/") {
-			draft = "2019-09"
-		} else if ok && m["$schema"] != nil && !strings.Contains(s, "/draft/2020-12/") && !strings.HasSuffix(strings.TrimRight(s, "#"), "json-schema.org/schema") {
-			return nil // drafts before 2019-09 are checked against their whole metaschema
-		}
-	}
-	if draft == "2019-09" {
+	m, _ := doc.(map[string]any)
+	uri, _ := m["$schema"].(string)
+	switch {
+	case strings.Contains(uri, "/draft/2019-09/"):
 		return metaVocabs2019()
+	case uri == "" || strings.Contains(uri, "/draft/2020-12/") || strings.Contains(uri, "/draft/next/") || strings.HasSuffix(strings.TrimRight(uri, "#"), "json-schema.org/schema"):
+		return metaVocabs2020()
 	}
-	return metaVocabs2020()
+	return nil // drafts before 2019-09 are checked against their whole metaschema
 }
 
 // metaVocabs compiles, once and only when a schema first needs it, the
