@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -92,5 +93,30 @@ func TestHostileSchemas(t *testing.T) {
 				t.Fatalf("got %#v, want an *Error of keyword %s", err, tt.keyword)
 			}
 		})
+	}
+}
+
+// TestConcurrentValidate checks that validations of one Schema from
+// several goroutines each get their own verdict and their own budget (run
+// it with -race).
+func TestConcurrentValidate(t *testing.T) {
+	s := MustCompile(doubling(10))
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			v, valid := any("x"), true
+			if i%2 == 1 {
+				v, valid = 1.0, false
+			}
+			if err := s.Validate(v); (err == nil) != valid || (err != nil && strings.Contains(err.Error(), "not checked")) {
+				errs <- fmt.Errorf("goroutine %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
