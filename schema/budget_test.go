@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +86,10 @@ func TestHostileSchemas(t *testing.T) {
 		{"a number no decimal holds", `{"minimum":0}`, json.Number("1e1000000000"), "unchecked"},
 		{"$dynamicRef loop", `{"$defs":{"a":{"$dynamicRef":"#a","$dynamicAnchor":"a"}},"$ref":"#/$defs/a"}`, 1.0, "$ref"},
 		{"$ref loop", `{"$ref":"#"}`, 1.0, "$ref"},
+		// Branches that fail on their type return before the library
+		// counts them: the schema holding them counts them.
+		{"wide anyOf on every item", `{"items":{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{"type":"string"},`, maxObjects-10), ",") + `]}}`,
+			slices.Repeat([]any{1.0}, 10_000), "budget"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := compile(t, tt.schema).Validate(tt.value)

@@ -69,23 +69,79 @@ const base = "stepwise:///schema.json"
 // be written so that checking a value takes exponential time (anyOf of
 // two branches that both fail deep down, nested thirty times): an author's
 // output_schema must not hold a server for hours. Checking a 500-step
-// workflow against the language schema takes about 5,500 (5 ms); failing
-// schemas, which allocate their errors, apply about 250,000 a second.
-const maxApplications = 200_000
+// workflow against the language schema takes about 17,000 (20 ms on the
+// 2-core machine); reaching the bound with failures, which allocate their
+// errors, about 1.5 s.
+const maxApplications = 1_000_000
 
 // budgetExceeded is what the step counter panics with past
 // maxApplications; Validate recovers it.
 type budgetExceeded struct{}
 
 // counter is a schema extension in every compiled (sub)schema: the library
-// calls it each time it applies that schema, so it counts the steps of a
-// validation and stops one that goes past the budget.
-type counter struct{ s *Schema }
+// calls it each time it has applied that schema, so it counts the steps of
+// a validation and stops one that goes past the budget. A step is one
+// application of a schema, as is each of its subschemas': those that fail
+// on their type, const or enum return before their own extension runs, so
+// each application counts its subschemas' too (at most: a subschema of
+// items applies once per item, one of properties once per member).
+type counter struct {
+	s *Schema
+	// inPlace counts the subschemas applied to the value itself (allOf,
+	// anyOf, oneOf, not, if, then, else, references, dependentSchemas);
+	// perMember those applied to each member or item (patternProperties,
+	// additionalProperties, propertyNames, unevaluatedProperties, items,
+	// contains, unevaluatedItems), named those applied to one each
+	// (properties, prefixItems).
+	inPlace, perMember, named int
+}
 
-func (c counter) Validate(*jsonschema.ValidatorContext, any) {
-	if c.s.steps++; c.s.steps > maxApplications {
+func (c counter) Validate(_ *jsonschema.ValidatorContext, v any) {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		n = len(x)
+	case []any:
+		n = len(x)
+	}
+	if c.s.steps += 1 + c.inPlace + c.perMember*n + min(c.named, n); c.s.steps > maxApplications {
 		panic(budgetExceeded{})
 	}
+}
+
+// newCounter is the counter of a schema object.
+func newCounter(s *Schema, obj map[string]any) counter {
+	c := counter{s: s}
+	size := func(v any) int {
+		switch x := v.(type) {
+		case []any:
+			return len(x)
+		case map[string]any:
+			return len(x)
+		}
+		return 1
+	}
+	for k, v := range obj {
+		switch k {
+		case "allOf", "anyOf", "oneOf", "dependentSchemas", "dependencies":
+			c.inPlace += size(v)
+		case "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef":
+			c.inPlace++
+		case "patternProperties":
+			c.perMember += size(v)
+		case "additionalProperties", "propertyNames", "unevaluatedProperties", "contains", "unevaluatedItems", "additionalItems":
+			c.perMember++
+		case "items":
+			if _, list := v.([]any); list {
+				c.named += size(v)
+			} else {
+				c.perMember++
+			}
+		case "properties", "prefixItems":
+			c.named += size(v)
+		}
+	}
+	return c
 }
 
 // refuse is the loader of references to other documents: there are none.
@@ -165,8 +221,8 @@ func Compile(doc any) (s *Schema, err error) {
 	c.RegisterVocabulary(&jsonschema.Vocabulary{
 		URL:    "stepwise:budget",
 		Schema: annotationVocabs(doc),
-		Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) {
-			return counter{s}, nil
+		Compile: func(_ *jsonschema.CompilerContext, obj map[string]any) (jsonschema.SchemaExt, error) {
+			return newCounter(s, obj), nil
 		},
 	})
 	c.AssertVocabs()
