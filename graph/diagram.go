@@ -40,8 +40,9 @@ type node struct {
 	step *workflow.Step
 }
 
-// edge joins two nodes or clusters, by id.
-type edge struct{ from, to, label, style string }
+// edge joins two nodes or clusters, by id. short, when set, is a
+// shorter label for drawings that have less room than Mermaid's.
+type edge struct{ from, to, label, short, style string }
 
 // mermaid writes the diagram as a Mermaid flowchart: the declarations, then
 // the edges (an edge written before its nodes are declared could pull a

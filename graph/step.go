@@ -95,19 +95,25 @@ func (b *builder) cases(s *workflow.Step, id string, backward func(string) bool)
 		if c.If == "" && n > 0 {
 			label = "default"
 		}
-		style := solid
+		style, short := solid, ""
 		if backward(c.Goto) {
 			style = thick
-			bound := ""
+			bound, max := "", 0
 			switch {
 			case s.MaxVisits > 0:
-				bound = "max_visits " + strconv.Itoa(s.MaxVisits) + " on " + clip(s.ID, 0)
+				max = s.MaxVisits
+				bound = "max_visits " + strconv.Itoa(max) + " on " + clip(s.ID, 0)
 			case target.MaxVisits > 0:
-				bound = "max_visits " + strconv.Itoa(target.MaxVisits) + " on " + clip(target.ID, 0)
+				max = target.MaxVisits
+				bound = "max_visits " + strconv.Itoa(max) + " on " + clip(target.ID, 0)
+			}
+			short = join(" · ", label, "loop")
+			if max > 0 {
+				short = join(" · ", label, "loop ≤ "+strconv.Itoa(max)+"×")
 			}
 			label = join(" · ", label, "loop", bound)
 		}
-		b.edge(id, b.entry(target), label, style)
+		b.chart.edges = append(b.chart.edges, edge{from: id, to: b.entry(target), label: label, short: short, style: style})
 	}
 	if n := len(s.Switch); n > 0 && s.Switch[n-1] != nil && s.Switch[n-1].If == "" {
 		return nil
