@@ -237,7 +237,14 @@ func arrange(c *box, links []link) {
 
 	// Place, top down, each box in the free space nearest to where its
 	// predecessors want it.
-	var active []*box // placed boxes that still reach down to the row
+	var active []*box // placed boxes that still reach down to the row, by x
+	// fan is where a box's successors go under it: each one's offset in
+	// their row, and the row's width.
+	type fan struct {
+		before map[int]float64
+		total  float64
+	}
+	fans := map[int]fan{}
 	for _, v := range byY {
 		b := kids[v]
 		want := 0.0
@@ -252,17 +259,18 @@ func arrange(c *box, links []link) {
 		case 1:
 			// Spread the successors of a fan-out evenly under it.
 			p := from[0]
-			total, before := -float64(gapX), 0.0
-			for _, s := range succ[p] {
-				if !strong[[2]int{p, s}] {
-					continue
+			f, ok := fans[p]
+			if !ok {
+				f = fan{before: map[int]float64{}, total: -float64(gapX)}
+				for _, s := range succ[p] {
+					if strong[[2]int{p, s}] {
+						f.before[s] = f.total + gapX
+						f.total += kids[s].w + gapX
+					}
 				}
-				if s == v {
-					before = total + gapX
-				}
-				total += kids[s].w + gapX
+				fans[p] = f
 			}
-			want = kids[p].cx() - total/2 + before + b.w/2
+			want = kids[p].cx() - f.total/2 + f.before[v] + b.w/2
 		default:
 			for _, p := range from {
 				want += kids[p].cx()
@@ -277,7 +285,11 @@ func arrange(c *box, links []link) {
 		}
 		active = keep
 		b.x = freeSpot(active, want-b.w/2, b.w)
-		active = append(active, b)
+		// Kept sorted by x: freeSpot walks them left to right.
+		at := sort.Search(len(active), func(i int) bool { return active[i].x > b.x })
+		active = append(active, nil)
+		copy(active[at+1:], active[at:])
+		active[at] = b
 	}
 
 	// Size the cluster around its content.
@@ -307,22 +319,17 @@ func arrange(c *box, links []link) {
 }
 
 // freeSpot returns the x nearest to want where a box w wide overlaps none
-// of the placed boxes, kept gapX apart.
+// of the placed boxes (sorted by x), kept gapX apart.
 func freeSpot(placed []*box, want, w float64) float64 {
 	if len(placed) == 0 {
 		return want
 	}
 	type span struct{ a, b float64 }
-	spans := make([]span, 0, len(placed))
+	merged := make([]span, 0, len(placed))
 	for _, p := range placed {
-		spans = append(spans, span{p.x - gapX, p.x + p.w + gapX})
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].a < spans[j].a })
-	merged := spans[:1]
-	for _, s := range spans[1:] {
-		last := &merged[len(merged)-1]
-		if s.a <= last.b {
-			last.b = max(last.b, s.b)
+		s := span{p.x - gapX, p.x + p.w + gapX}
+		if n := len(merged); n > 0 && s.a <= merged[n-1].b {
+			merged[n-1].b = max(merged[n-1].b, s.b)
 			continue
 		}
 		merged = append(merged, s)

@@ -371,3 +371,23 @@ func BenchmarkSVG(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "bytes")
 }
+
+// BenchmarkSVGWide draws a parallel group of 2,000 branches: the layout's
+// worst case, every box side by side.
+func BenchmarkSVGWide(b *testing.B) {
+	w := &workflow.Workflow{Version: 1, Name: "wide"}
+	group := &workflow.Step{ID: "all"}
+	for i := range 2000 {
+		group.Parallel = append(group.Parallel, &workflow.Step{ID: "b" + strconv.Itoa(i), Uses: "log"})
+	}
+	w.Steps = []*workflow.Step{{ID: "first", Uses: "log"}, group, {ID: "last", Uses: "log"}}
+	var size int
+	for b.Loop() {
+		out, err := SVG(w, SVGOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(out)
+	}
+	b.ReportMetric(float64(size), "bytes")
+}
