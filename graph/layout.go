@@ -292,6 +292,23 @@ func arrange(c *box, links []link) {
 		active[at] = b
 	}
 
+	// The failure path stands apart, right of the flow: what leads into
+	// it comes from all over, and crosses nothing on its way there.
+	if c.parent == nil {
+		var failure *box
+		right := 0.0
+		for _, k := range kids {
+			if k.id == "wf_failure" && k.cluster != nil {
+				failure = k
+			} else {
+				right = max(right, k.x+k.w)
+			}
+		}
+		if failure != nil && len(kids) > 1 {
+			failure.x = right + 2*gapX
+		}
+	}
+
 	// Size the cluster around its content.
 	pad, top := float64(clusterPad), float64(clusterPad+titleRoom)
 	if c.parent == nil {

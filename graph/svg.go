@@ -45,7 +45,7 @@ func SVG(w *workflow.Workflow, o SVGOptions) ([]byte, error) {
 	}
 	d := build(w)
 	root, byID := layout(d)
-	r := &svgWriter{o: o, byID: byID, byTop: map[*box][]*box{}}
+	r := &svgWriter{o: o, byID: byID, byTop: map[*box][]*box{}, lanes: map[int]int{}, tallest: map[*box]float64{}}
 	return r.write(d, root), nil
 }
 
@@ -53,7 +53,10 @@ type svgWriter struct {
 	o     SVGOptions
 	byID  map[string]*box
 	byTop map[*box][]*box // a cluster's children sorted by their top
-	buf   bytes.Buffer
+	lanes map[int]int     // detour lanes taken, by x
+	// tallest is the height of a cluster's tallest child.
+	tallest map[*box]float64
+	buf     bytes.Buffer
 }
 
 // route is an edge's path and where its label goes.
@@ -61,6 +64,7 @@ type route struct {
 	d            string
 	lx, ly       float64
 	anchor       string
+	room         int     // runes the label may have
 	right, below float64 // how far it reaches
 }
 
@@ -76,15 +80,21 @@ func (r *svgWriter) write(d *diagram, root *box) []byte {
 			continue
 		}
 		routes[i] = r.route(a, b, side)
-		if edgeLabel(e) != "" && routes[i].anchor == "middle" {
-			// Labels of edges into one box would print over each other.
-			routes[i].ly -= float64(13 * labels[b])
-			labels[b]++
+		if edgeLabel(e) != "" && (routes[i].anchor == "middle" || e.style == dashed) {
+			if e.style == dashed {
+				// Into the failure path, where many arrive: labelled
+				// where it leaves its step instead.
+				routes[i].lx, routes[i].ly, routes[i].anchor, routes[i].room = a.cx()+6, a.y+a.h+14, "start", 12
+			} else {
+				// Labels of edges into one box would print over each other.
+				routes[i].ly -= float64(13 * labels[b])
+				labels[b]++
+			}
 		}
 		width = max(width, routes[i].right+margin)
 		height = max(height, routes[i].below+margin)
 		if l := edgeLabel(e); l != "" && routes[i].anchor == "start" {
-			width = max(width, routes[i].lx+float64(utf8.RuneCountInString(l)*charWidth)+margin)
+			width = max(width, routes[i].lx+float64(min(utf8.RuneCountInString(l), edgeRoom)*charWidth)+margin)
 		}
 	}
 	w := &r.buf
@@ -316,16 +326,30 @@ func (r *svgWriter) route(a, b *box, side map[*box]int) route {
 			if !right {
 				anchor, lx = "end", x-4
 			}
-			return route{d: "M" + num(sx) + " " + num(sy) + "C" + num(sx) + " " + num(sy+m1) + " " + num(x) + " " + num(sy+m1) + " " + num(x) + " " + num(y1) +
-				"L" + num(x) + " " + num(y2) + "C" + num(x) + " " + num(ty-m2) + " " + num(tx) + " " + num(ty-m2) + " " + num(tx) + " " + num(ty),
-				lx: lx, ly: (y1+y2)/2 + 4, anchor: anchor, right: max(sx, tx, x), below: ty}
+			var d string
+			switch cy := a.cy(); {
+			case x >= a.x+a.w+10 && y1 > cy+10 && r.bandClear(a, a.x+a.w, x): // out of the source's right side, then down the lane
+				d = "M" + num(a.x+a.w) + " " + num(cy) + "L" + num(x-10) + " " + num(cy) + "Q" + num(x) + " " + num(cy) + " " + num(x) + " " + num(cy+10) + "L" + num(x) + " " + num(y1)
+			case x <= a.x-10 && y1 > cy+10 && r.bandClear(a, x, a.x): // its left side
+				d = "M" + num(a.x) + " " + num(cy) + "L" + num(x+10) + " " + num(cy) + "Q" + num(x) + " " + num(cy) + " " + num(x) + " " + num(cy+10) + "L" + num(x) + " " + num(y1)
+			default:
+				d = "M" + num(sx) + " " + num(sy) + "C" + num(sx) + " " + num(sy+m1) + " " + num(x) + " " + num(sy+m1) + " " + num(x) + " " + num(y1)
+			}
+			switch cy := b.cy(); {
+			case x >= b.x+b.w+10 && r.bandClear(b, b.x+b.w, x): // down the lane, then into the target's right side
+				d += "L" + num(x) + " " + num(cy-10) + "Q" + num(x) + " " + num(cy) + " " + num(x-10) + " " + num(cy) + "L" + num(b.x+b.w) + " " + num(cy)
+			case x <= b.x-10 && r.bandClear(b, x, b.x): // its left side
+				d += "L" + num(x) + " " + num(cy-10) + "Q" + num(x) + " " + num(cy) + " " + num(x+10) + " " + num(cy) + "L" + num(b.x) + " " + num(cy)
+			default: // the lane runs into its top
+				d += "L" + num(x) + " " + num(y2) + "C" + num(x) + " " + num(ty-m2) + " " + num(tx) + " " + num(ty-m2) + " " + num(tx) + " " + num(ty)
+			}
+			return route{d: d, lx: lx, ly: (y1+y2)/2 + 4, anchor: anchor, right: max(sx, tx, x), below: b.y + b.h}
 		}
 		m := (ty - sy) / 2
-		// The label sits past the middle, nearer the target: the edges of
-		// a fan-out part there.
-		lx, ly := bezier(0.65, sx, sx, tx, tx), bezier(0.65, sy, sy+m, ty-m, ty)
+		// The label sits just above the target, no wider than it and the
+		// gap beside it: the targets of a fan-out part there, side by side.
 		return route{d: "M" + num(sx) + " " + num(sy) + "C" + num(sx) + " " + num(sy+m) + " " + num(tx) + " " + num(ty-m) + " " + num(tx) + " " + num(ty),
-			lx: lx, ly: ly + 4, anchor: "middle", right: max(sx, tx), below: ty}
+			lx: tx, ly: ty - 9, anchor: "middle", room: max(int((b.w+gapX-8)/charWidth), 8), right: max(sx, tx), below: ty}
 	}
 	sx, sy, tx, ty := a.x+a.w, a.cy(), b.x+b.w, b.cy()
 	n := float64(side[b])
@@ -341,50 +365,140 @@ func (r *svgWriter) route(a, b *box, side map[*box]int) route {
 // looked up by their top, so the work grows with the boxes passed.
 func (r *svgWriter) detour(a, b *box, sx, tx float64) (x, y1, y2 float64, onRight, ok bool) {
 	top, bottom := a.y+a.h, b.y
-	for a.depth > b.depth {
-		a = a.parent
+	// The clusters to look in: each one up from a and from b to the one
+	// that holds both, each without the box on the way.
+	type level struct{ parent, skip1, skip2 *box }
+	var levels []level
+	la, lb := a, b
+	for la.depth > lb.depth {
+		levels = append(levels, level{la.parent, la, nil})
+		la = la.parent
 	}
-	for b.depth > a.depth {
-		b = b.parent
+	for lb.depth > la.depth {
+		levels = append(levels, level{lb.parent, lb, nil})
+		lb = lb.parent
 	}
-	for a.parent != b.parent {
-		a, b = a.parent, b.parent
+	for la.parent != lb.parent {
+		levels = append(levels, level{la.parent, la, nil}, level{lb.parent, lb, nil})
+		la, lb = la.parent, lb.parent
 	}
-	if a == b {
+	if la == lb {
 		return 0, 0, 0, false, false
 	}
-	kids, sorted := r.byTop[a.parent]
-	if !sorted {
-		kids = append([]*box(nil), a.parent.children...)
-		sort.SliceStable(kids, func(i, j int) bool { return kids[i].y < kids[j].y })
-		r.byTop[a.parent] = kids
-	}
+	levels = append(levels, level{la.parent, la, lb})
+	// The boxes the straight way crosses, then, once a side is chosen,
+	// those the lane beside them would cross, a few times over.
 	lo, hi := min(sx, tx)-6, max(sx, tx)+6
-	left, right := 0.0, 0.0
+	var left, right float64
 	y1, y2 = bottom, top
-	// A box of the cluster starts below a's top at the earliest.
-	i := sort.Search(len(kids), func(i int) bool { return kids[i].y >= a.y })
-	for ; i < len(kids) && kids[i].y < bottom; i++ {
-		k := kids[i]
-		if k == a || k == b || k.y < top || k.y+k.h > bottom || k.x > hi || k.x+k.w < lo {
-			continue
+	for round := 0; round < 4; round++ {
+		found := false
+		for _, l := range levels {
+			kids, _ := r.sorted(l.parent)
+			from := l.skip1.y
+			if l.skip2 != nil {
+				from = min(from, l.skip2.y)
+			}
+			start := sort.Search(len(kids), func(i int) bool { return kids[i].y >= from })
+			for i := start; i < len(kids) && kids[i].y < bottom; i++ {
+				k := kids[i]
+				if k == l.skip1 || k == l.skip2 || k.y+k.h <= top || k.x > hi || k.x+k.w < lo {
+					continue
+				}
+				if round == 0 && !crosses(k, sx, top, tx, bottom) {
+					continue
+				}
+				if !ok {
+					left, right = k.x, k.x+k.w
+				}
+				ok, found = true, true
+				left, right = min(left, k.x), max(right, k.x+k.w)
+				y1, y2 = min(y1, k.y), max(y2, k.y+k.h)
+			}
 		}
 		if !ok {
-			left, right = k.x, k.x+k.w
+			return 0, 0, 0, false, false
 		}
-		ok = true
-		left, right = min(left, k.x), max(right, k.x+k.w)
-		y1, y2 = min(y1, k.y), max(y2, k.y+k.h)
+		if round == 0 {
+			// Towards the target when it is past the boxes, else the
+			// nearer side.
+			mid := (sx + tx) / 2
+			onRight = tx > right || tx >= left && mid-left >= right+gapX/2-mid
+		}
+		if !found {
+			break
+		}
+		// Look again along the lane.
+		if onRight {
+			lo, hi = right, right+gapX/2+6
+		} else {
+			lo, hi = left-gapX/2-6, left
+		}
 	}
+	// Lanes at one place are set apart, outwards.
+	x = left - gapX/2
+	if onRight {
+		x = right + gapX/2
+	}
+	n := r.lanes[int(x)]
+	r.lanes[int(x)]++
+	if onRight {
+		x += float64(6 * n)
+	} else {
+		x -= float64(6 * n)
+	}
+	return x, max(y1-6, top+8), max(min(y2+6, bottom-4), top+8), onRight, true
+}
+
+// sorted returns a cluster's children sorted by their top, and the
+// tallest one's height.
+func (r *svgWriter) sorted(c *box) ([]*box, float64) {
+	kids, ok := r.byTop[c]
 	if !ok {
-		return 0, 0, 0, false, false
+		kids = append([]*box(nil), c.children...)
+		sort.SliceStable(kids, func(i, j int) bool { return kids[i].y < kids[j].y })
+		r.byTop[c] = kids
+		tallest := 0.0
+		for _, k := range kids {
+			tallest = max(tallest, k.h)
+		}
+		r.tallest[c] = tallest
 	}
-	mid := (sx + tx) / 2
-	x, onRight = right+gapX/2, true
-	if mid-left < x-mid {
-		x, onRight = left-gapX/2, false
+	return kids, r.tallest[c]
+}
+
+// bandClear tells whether a line level with b's middle, from x1 to x2,
+// meets no other box of b's cluster.
+func (r *svgWriter) bandClear(b *box, x1, x2 float64) bool {
+	if b.parent == nil {
+		return true
 	}
-	return x, y1 - 6, y2 + 6, onRight, true
+	kids, tallest := r.sorted(b.parent)
+	y := b.cy()
+	end := sort.Search(len(kids), func(i int) bool { return kids[i].y > y+3 })
+	for i := end - 1; i >= 0 && kids[i].y >= y-3-tallest; i-- {
+		k := kids[i]
+		if k != b && k.y+k.h > y-3 && k.x < x2 && k.x+k.w > x1 {
+			return false
+		}
+	}
+	return true
+}
+
+// crosses tells whether the S-curve down from (sx, sy) to (tx, ty), as
+// route draws it, passes through box k (sampled: a box is never thinner
+// than the step between two samples).
+func crosses(k *box, sx, sy, tx, ty float64) bool {
+	m := (ty - sy) / 2
+	const n = 32
+	for i := 0; i <= n; i++ {
+		t := float64(i) / n
+		x, y := bezier(t, sx, sx, tx, tx), bezier(t, sy, sy+m, ty-m, ty)
+		if x > k.x-4 && x < k.x+k.w+4 && y > k.y-4 && y < k.y+k.h+4 {
+			return true
+		}
+	}
+	return false
 }
 
 // bezier is a cubic Bézier coordinate at t.
@@ -419,17 +533,18 @@ func clearRight(a, b *box) float64 {
 	return right
 }
 
-// edgeLabel is the text an edge carries in the drawing.
+// edgeLabel is the text an edge carries in the drawing, before it is cut
+// to the room the route leaves it.
 func edgeLabel(e edge) string {
-	l := e.label
 	if e.short != "" {
-		l = e.short
+		return e.short
 	}
-	if e.style == dashed && l == "" {
-		return ""
-	}
-	return truncate(l, 28)
+	return e.label
 }
+
+// edgeRoom is the most runes of a label on an edge that has the page's
+// side to itself.
+const edgeRoom = 40
 
 func (r *svgWriter) edge(e edge, rt route) {
 	class := "edge"
@@ -444,6 +559,14 @@ func (r *svgWriter) edge(e edge, rt route) {
 	w.WriteString(`<g class="` + class + `" data-from="` + attr(e.from) + `" data-to="` + attr(e.to) + `">`)
 	w.WriteString(`<path d="` + rt.d + `" marker-end="url(#` + marker + `)"/>`)
 	if l := edgeLabel(e); l != "" {
+		room := rt.room
+		if room == 0 {
+			room = edgeRoom
+		}
+		if cut := truncate(l, room); cut != l {
+			w.WriteString(`<title>` + esc(l) + `</title>`)
+			l = cut
+		}
 		w.WriteString(`<text class="elabel" x="` + num(rt.lx) + `" y="` + num(rt.ly) + `" text-anchor="` + rt.anchor + `">` + esc(l) + `</text>`)
 	}
 	w.WriteString("</g>\n")
