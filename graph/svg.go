@@ -65,7 +65,7 @@ type route struct {
 	lx, ly       float64
 	anchor       string
 	room         int     // runes the label may have
-	right, below float64 // how far it reaches
+	left, right, below float64 // how far it reaches
 }
 
 func (r *svgWriter) write(d *diagram, root *box) []byte {
@@ -74,6 +74,7 @@ func (r *svgWriter) write(d *diagram, root *box) []byte {
 	width, height := root.w, root.h
 	side := map[*box]int{}   // loops already routed right of a box
 	labels := map[*box]int{} // labels already above a box
+	left := 0.0
 	for i, e := range d.edges {
 		a, b := r.byID[e.from], r.byID[e.to]
 		if a == nil || b == nil {
@@ -93,16 +94,33 @@ func (r *svgWriter) write(d *diagram, root *box) []byte {
 		}
 		width = max(width, routes[i].right+margin)
 		height = max(height, routes[i].below+margin)
-		if l := edgeLabel(e); l != "" && routes[i].anchor == "start" {
-			width = max(width, routes[i].lx+float64(min(utf8.RuneCountInString(l), edgeRoom)*charWidth)+margin)
+		if l := edgeLabel(e); l != "" {
+			room := routes[i].room
+			if room == 0 {
+				room = edgeRoom
+			}
+			n := float64(min(utf8.RuneCountInString(l), room) * charWidth)
+			switch routes[i].anchor {
+			case "start":
+				width = max(width, routes[i].lx+n+margin)
+			case "end":
+				left = min(left, routes[i].lx-n-4)
+			default:
+				left = min(left, routes[i].lx-n/2-4)
+			}
+		}
+		if routes[i].d != "" {
+			left = min(left, routes[i].left-margin/2)
 		}
 	}
+	// A lane or label left of the boxes widens the picture leftwards.
+	width -= left
 	w := &r.buf
 	w.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	w.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" class="stepwise-graph" width="` + num(width) + `" height="` + num(height) +
-		`" viewBox="0 0 ` + num(width) + " " + num(height) + `" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" font-size="` + strconv.Itoa(fontSize) + `">` + "\n")
+		`" viewBox="` + num(left) + " 0 " + num(width) + " " + num(height) + `" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" font-size="` + strconv.Itoa(fontSize) + `">` + "\n")
 	w.WriteString(svgStyle)
-	w.WriteString(`<rect class="bg" width="100%" height="100%"/>` + "\n")
+	w.WriteString(`<rect class="bg" x="` + num(left) + `" width="100%" height="100%"/>` + "\n")
 	r.clusters(root)
 	for i, e := range d.edges {
 		if routes[i].d == "" {
@@ -314,7 +332,7 @@ func (r *svgWriter) route(a, b *box, side map[*box]int) route {
 		side[a]++
 		d := 26 + 10*n
 		return route{d: "M" + num(x) + " " + num(y-6) + "C" + num(x+d) + " " + num(y-24) + " " + num(x+d) + " " + num(y+24) + " " + num(x) + " " + num(y+6),
-			lx: x + d + 2, ly: y + 4, anchor: "start", right: x + d + 4, below: y + 24}
+			lx: x + d + 2, ly: y + 4, anchor: "start", left: x, right: x + d + 4, below: y + 24}
 	}
 	if b.y >= a.y+a.h {
 		sx, sy, tx, ty := a.cx(), a.y+a.h, b.cx(), b.y
@@ -343,20 +361,20 @@ func (r *svgWriter) route(a, b *box, side map[*box]int) route {
 			default: // the lane runs into its top
 				d += "L" + num(x) + " " + num(y2) + "C" + num(x) + " " + num(ty-m2) + " " + num(tx) + " " + num(ty-m2) + " " + num(tx) + " " + num(ty)
 			}
-			return route{d: d, lx: lx, ly: (y1+y2)/2 + 4, anchor: anchor, right: max(sx, tx, x), below: b.y + b.h}
+			return route{d: d, lx: lx, ly: (y1+y2)/2 + 4, anchor: anchor, left: min(sx, tx, x), right: max(sx, tx, x), below: b.y + b.h}
 		}
 		m := (ty - sy) / 2
 		// The label sits just above the target, no wider than it and the
 		// gap beside it: the targets of a fan-out part there, side by side.
 		return route{d: "M" + num(sx) + " " + num(sy) + "C" + num(sx) + " " + num(sy+m) + " " + num(tx) + " " + num(ty-m) + " " + num(tx) + " " + num(ty),
-			lx: tx, ly: ty - 9, anchor: "middle", room: max(int((b.w+gapX-8)/charWidth), 8), right: max(sx, tx), below: ty}
+			lx: tx, ly: ty - 9, anchor: "middle", room: max(int((b.w+gapX-8)/charWidth), 8), left: min(sx, tx), right: max(sx, tx), below: ty}
 	}
 	sx, sy, tx, ty := a.x+a.w, a.cy(), b.x+b.w, b.cy()
 	n := float64(side[b])
 	side[b]++
 	bx := clearRight(a, b) + 24 + 14*n
 	return route{d: "M" + num(sx) + " " + num(sy) + "C" + num(bx) + " " + num(sy) + " " + num(bx) + " " + num(ty) + " " + num(tx) + " " + num(ty),
-		lx: (sx+tx)/8 + 0.75*bx + 4, ly: (sy+ty)/2 + 4, anchor: "start", right: bx, below: max(sy, ty)}
+		lx: (sx+tx)/8 + 0.75*bx + 4, ly: (sy+ty)/2 + 4, anchor: "start", left: min(sx, tx), right: bx, below: max(sy, ty)}
 }
 
 // detour finds whether an edge down from a to b would cross boxes
