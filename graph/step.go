@@ -65,7 +65,12 @@ func (b *builder) single(s *workflow.Step, in []exit, backward func(string) bool
 		b.edge(id, nodeID('k', s.ID), "compensate", dashed)
 	}
 	if s.Repeat != nil {
-		b.edge(id, id, clip("repeat until "+condition(s.Repeat.Until), maxText), thick)
+		label := clip("repeat until "+condition(s.Repeat.Until), maxText)
+		short := ""
+		if n := s.Repeat.MaxAttempts; n > 0 {
+			short = "≤ " + strconv.Itoa(n) + "× " + label
+		}
+		b.chart.edges = append(b.chart.edges, edge{from: id, to: id, label: label, short: short, style: thick})
 	}
 	switch s.Kind() {
 	case workflow.KindFail:
