@@ -45,7 +45,7 @@ func SVG(w *workflow.Workflow, o SVGOptions) ([]byte, error) {
 	}
 	d := build(w)
 	root, byID := layout(d)
-	r := &svgWriter{o: o, byID: byID, byTop: map[*box][]*box{}, lanes: map[int]int{}, tallest: map[*box]float64{}}
+	r := &svgWriter{o: o, byID: byID, byTop: map[*box][]*box{}, lanes: map[int]int{}, tallest: map[*box]float64{}, loopOut: map[*box]float64{}}
 	return r.write(d, root), nil
 }
 
@@ -54,6 +54,8 @@ type svgWriter struct {
 	byID  map[string]*box
 	byTop map[*box][]*box // a cluster's children sorted by their top
 	lanes map[int]int     // detour lanes taken, by x
+	// loopOut is how far right of a box its own loops reach.
+	loopOut map[*box]float64
 	// tallest is the height of a cluster's tallest child.
 	tallest map[*box]float64
 	buf     bytes.Buffer
@@ -75,6 +77,17 @@ func (r *svgWriter) write(d *diagram, root *box) []byte {
 	side := map[*box]int{}   // loops already routed right of a box
 	labels := map[*box]int{} // labels already above a box
 	left := 0.0
+	// How far right of a box (and of the clusters around it) its own
+	// loops reach, for the lanes of the loops that pass it (clearRight).
+	selfLoops := map[*box]int{}
+	for _, e := range d.edges {
+		if a := r.byID[e.from]; a != nil && e.from == e.to {
+			selfLoops[a]++
+			for c := a; c.parent != nil; c = c.parent {
+				r.loopOut[c] = max(r.loopOut[c], float64(26+10*(selfLoops[a]-1)+4))
+			}
+		}
+	}
 	for i, e := range d.edges {
 		a, b := r.byID[e.from], r.byID[e.to]
 		if a == nil || b == nil {
@@ -372,9 +385,16 @@ func (r *svgWriter) route(a, b *box, side map[*box]int) route {
 	sx, sy, tx, ty := a.x+a.w, a.cy(), b.x+b.w, b.cy()
 	n := float64(side[b])
 	side[b]++
-	bx := clearRight(a, b) + 24 + 14*n
-	return route{d: "M" + num(sx) + " " + num(sy) + "C" + num(bx) + " " + num(sy) + " " + num(bx) + " " + num(ty) + " " + num(tx) + " " + num(ty),
-		lx: (sx+tx)/8 + 0.75*bx + 4, ly: (sy+ty)/2 + 4, anchor: "start", left: min(sx, tx), right: bx, below: max(sy, ty)}
+	bx := r.clearRight(a, b) + 24 + 14*n
+	// Out to the right, up (or down) the lane, back in: square corners
+	// rounded, clear of every box between.
+	up := 10.0
+	if ty > sy {
+		up = -10
+	}
+	d := "M" + num(sx) + " " + num(sy) + "L" + num(bx-10) + " " + num(sy) + "Q" + num(bx) + " " + num(sy) + " " + num(bx) + " " + num(sy-up) +
+		"L" + num(bx) + " " + num(ty+up) + "Q" + num(bx) + " " + num(ty) + " " + num(bx-10) + " " + num(ty) + "L" + num(tx) + " " + num(ty)
+	return route{d: d, lx: bx + 4, ly: (sy+ty)/2 + 4, anchor: "start", left: min(sx, tx), right: bx, below: max(sy, ty)}
 }
 
 // detour finds whether an edge down from a to b would cross boxes
@@ -528,7 +548,7 @@ func bezier(t, p0, p1, p2, p3 float64) float64 {
 // clearRight is how far right a loop from a up to b must go to pass the
 // boxes between them: the right edge of every box beside the loop, in the
 // cluster that holds both.
-func clearRight(a, b *box) float64 {
+func (r *svgWriter) clearRight(a, b *box) float64 {
 	right := max(a.x+a.w, b.x+b.w)
 	lo, hi := min(a.y, b.y), max(a.y+a.h, b.y+b.h)
 	for a.depth > b.depth {
@@ -543,9 +563,11 @@ func clearRight(a, b *box) float64 {
 	if a.parent == nil {
 		return right
 	}
-	for _, k := range a.parent.children {
-		if k.y < hi && k.y+k.h > lo {
-			right = max(right, k.x+k.w)
+	kids, tallest := r.sorted(a.parent)
+	i := sort.Search(len(kids), func(i int) bool { return kids[i].y >= lo-tallest })
+	for ; i < len(kids) && kids[i].y < hi; i++ {
+		if k := kids[i]; k.y+k.h > lo {
+			right = max(right, k.x+k.w+r.loopOut[k])
 		}
 	}
 	return right
