@@ -1,6 +1,7 @@
-// Package graph draws workflows: Mermaid flowcharts of their steps,
-// branches, loops, groups and failure paths, for people to see a workflow
-// before they run it.
+// Package graph draws workflows — their steps, branches, loops, groups
+// and failure paths — for people to see a workflow before they run it and
+// while it runs: as Mermaid flowcharts, and as SVG images laid out here,
+// with each step's status.
 package graph
 
 import (
