@@ -46,7 +46,7 @@ func SVG(w *workflow.Workflow, o SVGOptions) ([]byte, error) {
 	d := build(w)
 	root, byID := layout(d)
 	r := &svgWriter{o: o, byID: byID, byTop: map[*box][]*box{}, lanes: map[int]int{}, tallest: map[*box]float64{}, loopOut: map[*box]float64{}}
-	return r.write(d, root), nil
+	return r.write(d, root, "Workflow "+clip(w.Name, 0)), nil
 }
 
 type svgWriter struct {
@@ -70,7 +70,7 @@ type route struct {
 	left, right, below float64 // how far it reaches
 }
 
-func (r *svgWriter) write(d *diagram, root *box) []byte {
+func (r *svgWriter) write(d *diagram, root *box, title string) []byte {
 	// Edges first, to know how far they reach.
 	routes := make([]route, len(d.edges))
 	width, height := root.w, root.h
@@ -131,7 +131,8 @@ func (r *svgWriter) write(d *diagram, root *box) []byte {
 	w := &r.buf
 	w.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	w.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" class="stepwise-graph" width="` + num(width) + `" height="` + num(height) +
-		`" viewBox="` + num(left) + " 0 " + num(width) + " " + num(height) + `" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" font-size="` + strconv.Itoa(fontSize) + `">` + "\n")
+		`" viewBox="` + num(left) + " 0 " + num(width) + " " + num(height) + `" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif" font-size="` + strconv.Itoa(fontSize) + `" role="img" aria-label="` + attr(title) + `">` + "\n")
+	w.WriteString("<title>" + esc(title) + "</title>\n")
 	w.WriteString(svgStyle)
 	w.WriteString(`<rect class="bg" x="` + num(left) + `" width="100%" height="100%"/>` + "\n")
 	r.clusters(root)
