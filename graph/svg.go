@@ -63,10 +63,10 @@ type svgWriter struct {
 
 // route is an edge's path and where its label goes.
 type route struct {
-	d            string
-	lx, ly       float64
-	anchor       string
-	room         int     // runes the label may have
+	d                  string
+	lx, ly             float64
+	anchor             string
+	room               int     // runes the label may have
 	left, right, below float64 // how far it reaches
 }
 
