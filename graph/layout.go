@@ -2,6 +2,7 @@ package graph
 
 import (
 	"container/heap"
+	"math"
 	"sort"
 	"unicode/utf8"
 )
@@ -259,18 +260,29 @@ func arrange(c *box, links []link) {
 		case 1:
 			// Spread the successors of a fan-out evenly under it.
 			p := from[0]
+			// Only the successors of the next row spread: an edge that
+			// skips further down (an if's else) keeps the column.
 			f, ok := fans[p]
 			if !ok {
 				f = fan{before: map[int]float64{}, total: -float64(gapX)}
+				row := math.Inf(1)
 				for _, s := range succ[p] {
-					if strong[[2]int{p, s}] {
+					if strong[[2]int{p, s}] && pos[s] > pos[p] {
+						row = min(row, kids[s].y)
+					}
+				}
+				for _, s := range succ[p] {
+					if strong[[2]int{p, s}] && pos[s] > pos[p] && kids[s].y == row {
 						f.before[s] = f.total + gapX
 						f.total += kids[s].w + gapX
 					}
 				}
 				fans[p] = f
 			}
-			want = kids[p].cx() - f.total/2 + f.before[v] + b.w/2
+			want = kids[p].cx()
+			if before, spread := f.before[v]; spread {
+				want += -f.total/2 + before + b.w/2
+			}
 		default:
 			for _, p := range from {
 				want += kids[p].cx()

@@ -45,20 +45,28 @@ func SVG(w *workflow.Workflow, o SVGOptions) ([]byte, error) {
 	}
 	d := build(w)
 	root, byID := layout(d)
-	r := &svgWriter{o: o, byID: byID, byTop: map[*box][]*box{}, lanes: map[int]int{}, tallest: map[*box]float64{}, loopOut: map[*box]float64{}}
+	r := &svgWriter{o: o, byID: byID, byTop: map[*box][]*box{}, lanes: map[int][]laneSpan{}, tallest: map[*box]float64{}, loopOut: map[*box]float64{}}
 	return r.write(d, root, "Workflow "+clip(w.Name, 0)), nil
 }
 
 type svgWriter struct {
 	o     SVGOptions
 	byID  map[string]*box
-	byTop map[*box][]*box // a cluster's children sorted by their top
-	lanes map[int]int     // detour lanes taken, by x
+	byTop map[*box][]*box    // a cluster's children sorted by their top
+	lanes map[int][]laneSpan // detour lanes taken, by x
 	// loopOut is how far right of a box its own loops reach.
 	loopOut map[*box]float64
 	// tallest is the height of a cluster's tallest child.
 	tallest map[*box]float64
 	buf     bytes.Buffer
+}
+
+// laneSpan is a stretch of a detour lane in use: the n-th lane at its
+// place, from y1 down to y2, by edges into one box.
+type laneSpan struct {
+	n      int
+	y1, y2 float64
+	to     *box
 }
 
 // route is an edge's path and where its label goes.
@@ -479,14 +487,35 @@ func (r *svgWriter) detour(a, b *box, sx, tx float64) (x, y1, y2 float64, onRigh
 	if onRight {
 		x = right + gapX/2
 	}
-	n := r.lanes[int(x)]
-	r.lanes[int(x)]++
+	y1, y2 = max(y1-6, top+8), max(min(y2+6, bottom-4), top+8)
+	n := r.takeLane(int(x), y1, b.y+b.h, b)
 	if onRight {
 		x += float64(6 * n)
 	} else {
 		x -= float64(6 * n)
 	}
-	return x, max(y1-6, top+8), max(min(y2+6, bottom-4), top+8), onRight, true
+	return x, y1, y2, onRight, true
+}
+
+// takeLane returns the first lane at x (0, 1, … set apart outwards) free
+// from y1 to y2; edges into one box share theirs, as a bus.
+func (r *svgWriter) takeLane(x int, y1, y2 float64, to *box) int {
+	spans := r.lanes[x]
+	for n := 0; ; n++ {
+		free := true
+		for _, sp := range spans {
+			if sp.n == n && sp.y1 < y2 && y1 < sp.y2 {
+				if sp.to == to {
+					return n
+				}
+				free = false
+			}
+		}
+		if free {
+			r.lanes[x] = append(spans, laneSpan{n: n, y1: y1, y2: y2, to: to})
+			return n
+		}
+	}
 }
 
 // sorted returns a cluster's children sorted by their top, and the
