@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -17,48 +16,112 @@ import (
 )
 
 func newGraphCmd(g *globals) *cobra.Command {
-	var output string
+	var o graphOptions
 	cmd := &cobra.Command{
 		Use:   "graph NAME|FILE",
-		Short: "Print a workflow as a Mermaid flowchart",
+		Short: "Print a workflow as a Mermaid flowchart, or draw it as SVG",
 		Long: "Print a Mermaid flowchart (flowchart TD) of a workflow file, or of a workflow of the library\n" +
 			"by name: its steps, if conditions, switch cases and loops, parallel groups and foreach\n" +
 			"loops, and the failure path (compensations, on_failure). Paste it into any Mermaid viewer.\n\n" +
+			"With --svg, draw it instead as a standalone SVG image (laid out by stepwise itself, no viewer\n" +
+			"needed); with --run RUN as well, colour each step by its status in that run (the workflow\n" +
+			"argument may then be left out: the run's own version is drawn).\n\n" +
 			"Exit status: 0 printed, 1 invalid workflow (violations on standard error), 2 usage or I/O error.",
-		Args: exactArgs(1, "graph: give one workflow file or name"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && o.run != "" {
+				return nil
+			}
+			return exactArgs(1, "graph: give one workflow file or name")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return printGraph(cmd, g, args[0], output)
+			ref := ""
+			if len(args) == 1 {
+				ref = args[0]
+			}
+			return printGraph(cmd, g, ref, o)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write the flowchart to FILE instead of standard output")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write the flowchart to FILE instead of standard output")
+	cmd.Flags().BoolVar(&o.svg, "svg", false, "draw an SVG image instead of a Mermaid flowchart")
+	cmd.Flags().StringVar(&o.run, "run", "", "with --svg: colour the steps by their status in run RUN")
 	return cmd
 }
 
-func printGraph(cmd *cobra.Command, g *globals, ref, output string) error {
-	data, file, err := graphSource(cmd.Context(), g, ref)
-	if err != nil {
+type graphOptions struct {
+	output, run string
+	svg         bool
+}
+
+func printGraph(cmd *cobra.Command, g *globals, ref string, o graphOptions) error {
+	if o.run != "" && !o.svg {
+		return usageErr("graph: --run colours an SVG drawing: add --svg")
+	}
+	var wf *workflow.Workflow
+	if ref != "" {
+		data, file, err := graphSource(cmd.Context(), g, ref)
+		if err != nil {
+			return err
+		}
+		// Like validate: the library's actions and workflows are not looked
+		// up, since a chart only needs the workflow's own structure.
+		res := workflow.Check(data, workflow.Options{})
+		if res.Source == nil {
+			v := res.Violations[0]
+			return usageErr("%s:%d:%d: %s", file, v.Line, v.Column, v.Message)
+		}
+		if !res.Valid() {
+			printReports(cmd.ErrOrStderr(), []fileReport{{File: file, Violations: res.Violations}})
+			return &exitError{code: ExitInvalid}
+		}
+		wf = res.Workflow
+	}
+	var chart []byte
+	if o.svg {
+		var statuses map[string]string
+		if o.run != "" {
+			var err error
+			if wf, statuses, err = runStatuses(g, o.run, wf); err != nil {
+				return err
+			}
+		}
+		img, err := graph.SVG(wf, graph.SVGOptions{Status: statuses})
+		if err != nil {
+			return describe(err)
+		}
+		chart = img
+	} else {
+		chart = []byte(graph.Mermaid(wf))
+	}
+	if o.output == "" {
+		_, err := cmd.OutOrStdout().Write(chart)
 		return err
 	}
-	// Like validate: the library's actions and workflows are not looked
-	// up, since a chart only needs the workflow's own structure.
-	res := workflow.Check(data, workflow.Options{})
-	if res.Source == nil {
-		v := res.Violations[0]
-		return usageErr("%s:%d:%d: %s", file, v.Line, v.Column, v.Message)
-	}
-	if !res.Valid() {
-		printReports(cmd.ErrOrStderr(), []fileReport{{File: file, Violations: res.Violations}})
-		return &exitError{code: ExitInvalid}
-	}
-	chart := graph.Mermaid(res.Workflow)
-	if output == "" {
-		_, err := fmt.Fprint(cmd.OutOrStdout(), chart)
-		return err
-	}
-	if err := os.WriteFile(output, []byte(chart), 0o644); err != nil {
-		return usageErr("--output %s: %v", output, errors.Unwrap(err))
+	if err := os.WriteFile(o.output, chart, 0o644); err != nil {
+		return usageErr("--output %s: %v", o.output, errors.Unwrap(err))
 	}
 	return nil
+}
+
+// runStatuses reads a run's step statuses and, when wf is nil, the
+// workflow version the run is pinned to.
+func runStatuses(g *globals, runID string, wf *workflow.Workflow) (*workflow.Workflow, map[string]string, error) {
+	var statuses map[string]string
+	err := g.with(func(ctx context.Context, svc *service.Service) error {
+		v, err := svc.GetRun(ctx, runID)
+		if err != nil {
+			return describe(err)
+		}
+		statuses = service.StepStatuses(v)
+		if wf == nil {
+			l, err := svc.Definition(ctx, runID)
+			if err != nil {
+				return describe(err)
+			}
+			wf = l.Workflow
+		}
+		return nil
+	})
+	return wf, statuses, err
 }
 
 // graphSource reads the workflow to draw: a file, or a library workflow

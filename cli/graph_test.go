@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,44 @@ func TestGraphErrors(t *testing.T) {
 				t.Errorf("want one line containing %q on stderr, got stdout %q, stderr %q", c.want, out, errOut)
 			}
 		})
+	}
+}
+
+// graph --svg draws the workflow; with --run, coloured by the run's step
+// statuses (the run's own version when no workflow is named).
+func TestGraphSVG(t *testing.T) {
+	home := t.TempDir()
+	f := write(t, "hello.yaml", validYAML)
+	code, out, errOut := run(t, "--home", home, "graph", "--svg", f)
+	if code != ExitOK || !strings.HasPrefix(out, "<?xml") || !strings.Contains(out, `data-step="greet" data-status="none"`) {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if err := xml.Unmarshal([]byte(out), new(struct{})); err != nil {
+		t.Fatalf("not XML: %v", err)
+	}
+	dest := filepath.Join(t.TempDir(), "hello.svg")
+	if code, _, errOut := run(t, "--home", home, "graph", "--svg", "-o", dest, f); code != ExitOK {
+		t.Fatalf("-o: exit %d %q", code, errOut)
+	}
+	if got, err := os.ReadFile(dest); err != nil || string(got) != out {
+		t.Errorf("-o wrote %d bytes (%v), stdout gives %d", len(got), err, len(out))
+	}
+
+	code, runOut, _ := run(t, "--home", home, "run", f, "--json")
+	id := decodeRun(t, runOut).RunID
+	if code != ExitOK {
+		t.Fatalf("run: exit %d", code)
+	}
+	for _, args := range [][]string{{"graph", "--svg", "--run", id}, {"graph", "--svg", "--run", id, f}} {
+		code, out, errOut = run(t, append([]string{"--home", home}, args...)...)
+		if code != ExitOK || !strings.Contains(out, `data-step="greet" data-status="succeeded"`) {
+			t.Fatalf("%v: exit %d, stderr %q\n%s", args, code, errOut, out)
+		}
+	}
+	if code, _, errOut := run(t, "--home", home, "graph", "--run", id, f); code != ExitUsage || !strings.Contains(errOut, "--svg") {
+		t.Errorf("--run without --svg: exit %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "--home", home, "graph", "--svg", "--run", "nope"); code != ExitUsage || !strings.Contains(errOut, "no run nope") {
+		t.Errorf("unknown run: exit %d %q", code, errOut)
 	}
 }

@@ -106,29 +106,47 @@ func printRuns(w io.Writer, runs []*service.RunView) {
 }
 
 func newShowCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, followIt bool
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show a run: status, inputs, outputs, its pause, and a timeline of steps and events",
-		Args:  exactArgs(1, "show: give one run id"),
+		Long: "Show a run: status, inputs, outputs, its pause, and a timeline of steps and events.\n\n" +
+			"With --follow, then follow it live, whichever process drives it: a line as each step starts\n" +
+			"and ends, until the run ends or waits on a question.\n" +
+			"Exit status with --follow: 0 succeeded, 1 failed or canceled, 3 waiting for an answer,\n" +
+			"130 interrupted (the run goes on).",
+		Args: exactArgs(1, "show: give one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if followIt {
+				if asJSON {
+					return usageErr("show: --follow prints lines, not JSON")
+				}
+				return followShow(cmd, g, args[0])
+			}
 			return g.with(func(ctx context.Context, svc *service.Service) error {
-				return show(ctx, cmd, svc, args[0], asJSON)
+				_, err := show(ctx, cmd, svc, args[0], asJSON)
+				return err
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&followIt, "follow", "f", false, "then follow the run live until it ends or waits on a question")
 	return cmd
 }
 
-func show(ctx context.Context, cmd *cobra.Command, svc *service.Service, id string, asJSON bool) error {
+// show prints a run and returns the sequence number of its last event.
+func show(ctx context.Context, cmd *cobra.Command, svc *service.Service, id string, asJSON bool) (int64, error) {
 	v, err := svc.GetRun(ctx, id)
 	if err != nil {
-		return describe(err)
+		return 0, describe(err)
 	}
 	events, err := svc.Events(ctx, id, 0, 0)
 	if err != nil {
-		return describe(err)
+		return 0, describe(err)
+	}
+	var last int64
+	if n := len(events); n > 0 {
+		last = events[n-1].Seq
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {
@@ -143,7 +161,7 @@ func show(ctx context.Context, cmd *cobra.Command, svc *service.Service, id stri
 			}
 			evs[i] = m
 		}
-		return writeJSON(out, map[string]any{"run": v, "events": evs})
+		return last, writeJSON(out, map[string]any{"run": v, "events": evs})
 	}
 	printHuman(out, v)
 	fmt.Fprintf(out, "workflow: %s (%s)\ncreated: %s\n", v.Workflow, v.Version, v.CreatedAt.Local().Format(time.RFC3339))
@@ -162,7 +180,7 @@ func show(ctx context.Context, cmd *cobra.Command, svc *service.Service, id stri
 	for _, line := range timeline(events, v.CreatedAt) {
 		fmt.Fprintln(out, line)
 	}
-	return nil
+	return last, nil
 }
 
 // printSteps lists a run's recorded steps with what each gave: the answer

@@ -10,8 +10,9 @@ import (
 
 // pathNode is one node of the failure path.
 type pathNode struct {
-	id, label, class string
-	shape            shape
+	id, class string
+	label     []string
+	shape     shape
 	// after is the position (in workflow.Flatten order) of the step a
 	// compensation undoes; -1 for what runs on every failure.
 	after int
@@ -47,11 +48,11 @@ func failurePlan(w *workflow.Workflow) []pathNode {
 	if len(path) == 0 && !fails {
 		return nil
 	}
-	return append(path, pathNode{id: "wf_failed", shape: stadium, class: "fail", label: "failed", after: -1})
+	return append(path, pathNode{id: "wf_failed", shape: stadium, class: "fail", label: []string{"failed"}, after: -1})
 }
 
 func undo(id, of string, a *workflow.Action, after int) pathNode {
-	return pathNode{id: id, shape: reversed, class: "undo", label: lines(text("undo "+of, 0), text("uses "+a.Uses, maxText)), after: after}
+	return pathNode{id: id, shape: reversed, class: "undo", label: []string{clip("undo "+of, 0), clip("uses "+a.Uses, maxText)}, after: after}
 }
 
 // failEntry is where a fail step at position pos (in workflow.Flatten
@@ -75,13 +76,13 @@ func (b *builder) onSuccess(hooks []*workflow.Hook, exits []exit) []exit {
 	if !has {
 		return exits
 	}
-	b.subgraph("wf_success", "on_success", func() {
+	b.subgraph("wf_success", "on_success", nil, func() {
 		for i, h := range hooks {
 			if h == nil {
 				continue
 			}
 			id := hookID('s', i)
-			b.node(id, rect, hookLabel("on_success", i, h), "")
+			b.node(id, rect, hookLabel("on_success", i, h), "", nil)
 			b.connect(exits, id)
 			exits = []exit{{from: id}}
 			if h.Compensate != nil {
@@ -98,9 +99,9 @@ func (b *builder) failurePath() {
 	if len(b.failure) == 0 {
 		return
 	}
-	b.subgraph("wf_failure", "on failure", func() {
+	b.subgraph("wf_failure", "on failure", nil, func() {
 		for _, n := range b.failure {
-			b.node(n.id, n.shape, n.label, n.class)
+			b.node(n.id, n.shape, n.label, n.class, nil)
 		}
 	})
 	for i := 1; i < len(b.failure); i++ {
@@ -123,7 +124,7 @@ func hookName(list string, i int, h *workflow.Hook) string {
 	return list + " " + strconv.Itoa(i+1)
 }
 
-func hookLabel(list string, i int, h *workflow.Hook) string {
+func hookLabel(list string, i int, h *workflow.Hook) []string {
 	cond := ""
 	if h.If != "" {
 		cond = "if " + condition(h.If)
@@ -132,5 +133,5 @@ func hookLabel(list string, i int, h *workflow.Hook) string {
 	if h.ContinueOnError {
 		mods = "continue on error"
 	}
-	return lines(text(hookName(list, i, h), 0), text(cond, maxText), text("uses "+h.Uses, maxText), mods)
+	return []string{clip(hookName(list, i, h), 0), clip(cond, maxText), clip("uses "+h.Uses, maxText), mods}
 }

@@ -29,8 +29,8 @@ func look(s *workflow.Step) (shape, string) {
 
 // stepLabel is a node's text: the id, the title, what the step does and
 // the modifiers that shape the flow. Only the id is never shortened.
-func stepLabel(s *workflow.Step) string {
-	return lines(text(s.ID, 0), text(s.Title, maxText), text(action(s), maxText), text(modifiers(s), 0))
+func stepLabel(s *workflow.Step) []string {
+	return []string{clip(s.ID, 0), clip(s.Title, maxText), clip(action(s), maxText), clip(modifiers(s), 0)}
 }
 
 // groupLabel is a subgraph's title: the id, the title, the kind with its
@@ -50,7 +50,7 @@ func groupLabel(s *workflow.Step) string {
 	}
 	// One line: Mermaid leaves room for one line of a subgraph's title and
 	// draws further ones under the first nodes.
-	return join(" · ", text(s.ID, 0), text(s.Title, maxText), escape(what), text(modifiers(s), 0))
+	return join(" · ", clip(s.ID, 0), clip(s.Title, maxText), what, clip(modifiers(s), 0))
 }
 
 // action says what a step does, in a few words.

@@ -1,11 +1,10 @@
-// Package graph draws workflows: Mermaid flowcharts of their steps,
-// branches, loops, groups and failure paths, for people to see a workflow
-// before they run it.
+// Package graph draws workflows — their steps, branches, loops, groups
+// and failure paths — for people to see a workflow before they run it and
+// while it runs: as Mermaid flowcharts, and as SVG images laid out here,
+// with each step's status.
 package graph
 
 import (
-	"strings"
-
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -24,17 +23,20 @@ import (
 // The workflow should be valid (workflow.Load); an invalid one is drawn as
 // far as it can be, without failing.
 func Mermaid(w *workflow.Workflow) string {
+	return build(w).mermaid()
+}
+
+// build walks the workflow into the diagram every format draws.
+func build(w *workflow.Workflow) *diagram {
 	b := newBuilder(w)
-	b.line("flowchart TD")
-	b.depth++
 	start := "wf_start"
-	b.node(start, stadium, lines("start", text(w.Name, 0), text(w.Title, maxText)), "")
+	b.node(start, stadium, []string{"start", clip(w.Name, 0), clip(w.Title, maxText)}, "", nil)
 	exits := b.seq(w.Steps, []exit{{from: start}})
 	exits = b.onSuccess(w.OnSuccess, exits)
-	b.node("wf_end", stadium, "end", "")
+	b.node("wf_end", stadium, []string{"end"}, "", nil)
 	b.connect(exits, "wf_end")
 	b.failurePath()
-	return b.String()
+	return b.chart
 }
 
 // Node shapes: the opening and closing delimiters around a quoted label.
@@ -59,10 +61,8 @@ const (
 	thick  = "==>"  // loops: backward gotos and repeat
 )
 
-type edge struct{ from, to, label, style string }
-
 // exit is an edge that leaves a step and does not know its target yet:
-// whatever comes next in the flow. label is already escaped.
+// whatever comes next in the flow. label is raw.
 type exit struct{ from, label string }
 
 // Classes give kinds that matter to a reader a colour; they are declared
@@ -74,14 +74,11 @@ var classDefs = []struct{ name, style string }{
 	{"undo", "fill:#fef7e0,stroke:#b06000,stroke-dasharray: 4 3"},
 }
 
-// builder writes node declarations as it walks the workflow (subgraphs
-// need nesting) and collects edges to write after them: an edge written
-// before its nodes are declared could pull a node out of its subgraph.
+// builder walks the workflow into a chart.
 type builder struct {
-	decl    strings.Builder
-	depth   int
-	edges   []edge
-	classes map[string][]string
+	chart *diagram
+	// cur is the cluster that node and subgraph add to.
+	cur *cluster
 	// steps finds goto targets by id; the first of duplicate ids wins.
 	steps map[string]*workflow.Step
 	// order is each step's position in workflow.Flatten order.
@@ -91,7 +88,8 @@ type builder struct {
 }
 
 func newBuilder(w *workflow.Workflow) *builder {
-	b := &builder{classes: map[string][]string{}, steps: map[string]*workflow.Step{}, order: map[*workflow.Step]int{}}
+	c := &diagram{root: &cluster{}}
+	b := &builder{chart: c, cur: c.root, steps: map[string]*workflow.Step{}, order: map[*workflow.Step]int{}}
 	for i, s := range workflow.Flatten(w.Steps) {
 		b.order[s] = i
 		if _, dup := b.steps[s.ID]; !dup {
@@ -102,31 +100,24 @@ func newBuilder(w *workflow.Workflow) *builder {
 	return b
 }
 
-func (b *builder) line(s string) {
-	b.decl.WriteString(strings.Repeat("  ", b.depth))
-	b.decl.WriteString(s)
-	b.decl.WriteByte('\n')
-}
-
-// node declares a node; label is already escaped.
-func (b *builder) node(id string, sh shape, label, class string) {
-	b.line(id + sh.open + `"` + label + `"` + sh.close)
-	if class != "" {
-		b.classes[class] = append(b.classes[class], id)
-	}
+// node declares a node in the current cluster; label holds its lines,
+// raw (not escaped), empty ones left out when written.
+func (b *builder) node(id string, sh shape, label []string, class string, step *workflow.Step) {
+	b.cur.items = append(b.cur.items, item{node: &node{id: id, shape: sh, label: label, class: class, step: step}})
 }
 
 // subgraph declares a group around what body declares.
-func (b *builder) subgraph(id, label string, body func()) {
-	b.line("subgraph " + id + `["` + label + `"]`)
-	b.depth++
+func (b *builder) subgraph(id, label string, step *workflow.Step, body func()) {
+	c := &cluster{id: id, label: label, step: step}
+	b.cur.items = append(b.cur.items, item{cluster: c})
+	outer := b.cur
+	b.cur = c
 	body()
-	b.depth--
-	b.line("end")
+	b.cur = outer
 }
 
 func (b *builder) edge(from, to, label, style string) {
-	b.edges = append(b.edges, edge{from: from, to: to, label: label, style: style})
+	b.chart.edges = append(b.chart.edges, edge{from: from, to: to, label: label, style: style})
 }
 
 // connect joins every pending exit to the step that comes next. There is
@@ -136,26 +127,4 @@ func (b *builder) connect(exits []exit, target string) {
 	for _, e := range exits {
 		b.edge(e.from, target, e.label, solid)
 	}
-}
-
-// String writes the declarations, then the edges, then the classes.
-func (b *builder) String() string {
-	var out strings.Builder
-	out.WriteString(b.decl.String())
-	for _, e := range b.edges {
-		out.WriteString("  " + e.from + " " + e.style)
-		if e.label != "" {
-			out.WriteString(`|"` + e.label + `"|`)
-		}
-		out.WriteString(" " + e.to + "\n")
-	}
-	for _, c := range classDefs {
-		ids := b.classes[c.name]
-		if len(ids) == 0 {
-			continue
-		}
-		out.WriteString("  classDef " + c.name + " " + c.style + "\n")
-		out.WriteString("  class " + strings.Join(ids, ",") + " " + c.name + "\n")
-	}
-	return out.String()
 }

@@ -38,9 +38,9 @@ func (b *builder) step(s *workflow.Step, in []exit, backward func(string) bool) 
 	var skip []exit
 	if s.If != "" {
 		j := nodeID('i', s.ID)
-		b.node(j, rhombus, "if", "")
+		b.node(j, rhombus, []string{"if"}, "", nil)
 		b.connect(in, j)
-		in = []exit{{from: j, label: text(condition(s.If), maxText)}}
+		in = []exit{{from: j, label: clip(condition(s.If), maxText)}}
 		skip = []exit{{from: j, label: "else"}}
 	}
 	var out []exit
@@ -59,13 +59,18 @@ func (b *builder) step(s *workflow.Step, in []exit, backward func(string) bool) 
 func (b *builder) single(s *workflow.Step, in []exit, backward func(string) bool) []exit {
 	id := nodeID('s', s.ID)
 	sh, class := look(s)
-	b.node(id, sh, stepLabel(s), class)
+	b.node(id, sh, stepLabel(s), class, s)
 	b.connect(in, id)
 	if s.Compensate != nil {
 		b.edge(id, nodeID('k', s.ID), "compensate", dashed)
 	}
 	if s.Repeat != nil {
-		b.edge(id, id, text("repeat until "+condition(s.Repeat.Until), maxText), thick)
+		label := clip("repeat until "+condition(s.Repeat.Until), maxText)
+		short := ""
+		if n := s.Repeat.MaxAttempts; n > 0 {
+			short = "≤ " + strconv.Itoa(n) + "× " + label
+		}
+		b.chart.edges = append(b.chart.edges, edge{from: id, to: id, label: label, short: short, style: thick})
 	}
 	switch s.Kind() {
 	case workflow.KindFail:
@@ -91,23 +96,29 @@ func (b *builder) cases(s *workflow.Step, id string, backward func(string) bool)
 		if !ok {
 			continue // goto-target violation: nothing to point at
 		}
-		label := text(condition(c.If), maxText)
+		label := clip(condition(c.If), maxText)
 		if c.If == "" && n > 0 {
 			label = "default"
 		}
-		style := solid
+		style, short := solid, ""
 		if backward(c.Goto) {
 			style = thick
-			bound := ""
+			bound, max := "", 0
 			switch {
 			case s.MaxVisits > 0:
-				bound = "max_visits " + strconv.Itoa(s.MaxVisits) + " on " + text(s.ID, 0)
+				max = s.MaxVisits
+				bound = "max_visits " + strconv.Itoa(max) + " on " + clip(s.ID, 0)
 			case target.MaxVisits > 0:
-				bound = "max_visits " + strconv.Itoa(target.MaxVisits) + " on " + text(target.ID, 0)
+				max = target.MaxVisits
+				bound = "max_visits " + strconv.Itoa(max) + " on " + clip(target.ID, 0)
+			}
+			short = join(" · ", label, "loop")
+			if max > 0 {
+				short = join(" · ", label, "loop ≤ "+strconv.Itoa(max)+"×")
 			}
 			label = join(" · ", label, "loop", bound)
 		}
-		b.edge(id, b.entry(target), label, style)
+		b.chart.edges = append(b.chart.edges, edge{from: id, to: b.entry(target), label: label, short: short, style: style})
 	}
 	if n := len(s.Switch); n > 0 && s.Switch[n-1] != nil && s.Switch[n-1].If == "" {
 		return nil
@@ -121,8 +132,8 @@ func (b *builder) cases(s *workflow.Step, id string, backward func(string) bool)
 func (b *builder) parallel(s *workflow.Step, in []exit) []exit {
 	g, fork := nodeID('g', s.ID), nodeID('f', s.ID)
 	var out []exit
-	b.subgraph(g, groupLabel(s), func() {
-		b.node(fork, circle, "fork", "")
+	b.subgraph(g, groupLabel(s), s, func() {
+		b.node(fork, circle, []string{"fork"}, "", nil)
 		b.connect(in, fork)
 		from := []exit{{from: fork}}
 		for _, br := range s.Parallel {
@@ -143,7 +154,7 @@ func (b *builder) parallel(s *workflow.Step, in []exit) []exit {
 func (b *builder) foreach(s *workflow.Step, in []exit) []exit {
 	g := nodeID('g', s.ID)
 	var out []exit
-	b.subgraph(g, groupLabel(s), func() { out = b.seq(s.Steps, in) })
+	b.subgraph(g, groupLabel(s), s, func() { out = b.seq(s.Steps, in) })
 	if firstStep(s.Steps) == nil {
 		// No body: invalid, but drawable as the group alone.
 		b.connect(in, g)

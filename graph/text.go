@@ -15,7 +15,12 @@ const maxText = 48
 // runes (0: no bound), with every character Mermaid could read as syntax
 // written as an entity code.
 func text(s string, max int) string {
-	return escape(truncate(oneLine(s), max))
+	return escape(clip(s, max))
+}
+
+// clip makes s one line of at most max runes (0: no bound), not escaped.
+func clip(s string, max int) string {
+	return truncate(oneLine(s), max)
 }
 
 // oneLine folds every run of whitespace, line breaks and control
@@ -77,10 +82,6 @@ func escape(s string) string {
 	}
 	return b.String()
 }
-
-// lines joins already escaped label lines with Mermaid's line break,
-// leaving out empty ones.
-func lines(parts ...string) string { return join("<br>", parts...) }
 
 // safeID reports whether a step id can be used as part of a node id as it
 // is: only ASCII letters, digits and _.
