@@ -181,6 +181,12 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 		where = append(where, "created_at < ?")
 		args = append(args, nanos(f.CreatedBefore))
 	}
+	if f.Search != "" {
+		// Prefix ranges, which the id and workflow indexes answer.
+		end := prefixEnd(f.Search)
+		where = append(where, "((id >= ? AND id < ?) OR (workflow >= ? AND workflow < ?))")
+		args = append(args, f.Search, end, f.Search, end)
+	}
 	if f.Cursor != "" {
 		at, id, err := store.DecodeCursor(f.Cursor)
 		if err != nil {
@@ -323,4 +329,18 @@ FROM runs WHERE workflow = ? AND parent_id IS NULL`, workflow).Scan(&st.Runs, &s
 	}
 	st.LastRunAt = nullNanos(last)
 	return st, nil
+}
+
+// prefixEnd is the least string above every string that starts with p
+// (in byte order): p with its last byte incremented, bytes 0xff dropped.
+func prefixEnd(p string) string {
+	b := []byte(p)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "\xff\xff\xff\xff"
+	}
+	b[len(b)-1]++
+	return string(b)
 }
