@@ -30,7 +30,7 @@ type runsData struct {
 	Workflow, Query, After, Before string
 	Statuses                       []statusOption
 	Runs                           []runRow
-	Next                           string // the query string of the next page, "" when last
+	Next                           template.URL // the next page, "" when last
 	Problem                        string
 }
 
@@ -111,7 +111,7 @@ func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, c caller) {
 				}
 			}
 			nq.Set("cursor", next)
-			d.Next = nq.Encode()
+			d.Next = template.URL("/runs?" + nq.Encode()) // built by url.Values: safe
 		}
 	}
 	w.WriteHeader(status)
@@ -284,7 +284,7 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c caller) {
 	if r.URL.Query().Get("fragment") == "live" {
 		name = "fragment-live"
 	}
-	h.render(w, r, name, h.page(c, "Run "+shortID(d.Run.ID), "runs", d))
+	h.render(w, r, name, h.page(c, "Run "+d.Run.ID, "runs", d))
 }
 
 // fail shows an error page: 404 for a run or workflow not found.
@@ -513,7 +513,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c caller) {
 		if p != nil && p.Kind == engine.KindQuestion && !secretPause(p) {
 			d.Form = formOf(p, nil, nil)
 		}
-		h.render(w, r, "run", h.page(c, "Run "+shortID(id), "runs", d).with("That question is no longer open: nothing was changed. The page shows the run as it is now."))
+		h.render(w, r, "run", h.page(c, "Run "+id, "runs", d).with("That question is no longer open: nothing was changed. The page shows the run as it is now."))
 		return
 	}
 	value, problems := answerValue(p, r.PostForm)
@@ -552,7 +552,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	d.Form = formOf(p, r.PostForm, problems)
 	w.WriteHeader(http.StatusUnprocessableEntity)
-	h.render(w, r, "run", h.page(c, "Run "+shortID(id), "runs", d).with("The answer was not accepted: nothing was changed."))
+	h.render(w, r, "run", h.page(c, "Run "+id, "runs", d).with("The answer was not accepted: nothing was changed."))
 }
 
 // controlData is the confirmation page of a control.
@@ -592,7 +592,7 @@ func (h *Handler) showControl(w http.ResponseWriter, r *http.Request, c caller, 
 		}
 	}
 	w.WriteHeader(status)
-	h.render(w, r, "control", h.page(c, controlTitles[action]+" run "+shortID(v.ID), "runs", d).with(msg))
+	h.render(w, r, "control", h.page(c, controlTitles[action]+" run "+v.ID, "runs", d).with(msg))
 }
 
 // control serves POST /runs/{id}/control: a confirmed cancel, retry,
