@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -38,6 +39,15 @@ steps:
 outputs:
   name: ${{ steps.name.answer }}
   count: ${{ steps.count.answer }}
+`
+
+const secretWorkflow = `version: 1
+name: secret-ask
+steps:
+  - id: api_key
+    ask:
+      prompt: API key?
+      secret: true
 `
 
 const quickWorkflow = `version: 1
@@ -70,7 +80,7 @@ func newDash(t *testing.T, tokens ...string) *dash {
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, src := range map[string]string{"ask-things.yaml": askWorkflow, "nap.yaml": napWorkflow, "quick.yaml": quickWorkflow} {
+	for name, src := range map[string]string{"ask-things.yaml": askWorkflow, "nap.yaml": napWorkflow, "quick.yaml": quickWorkflow, "secret-ask.yaml": secretWorkflow} {
 		if err := os.WriteFile(filepath.Join(lib, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -587,5 +597,28 @@ func TestSessionsBounded(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if exp.get(id) != nil {
 		t.Error("an expired session is still accepted")
+	}
+}
+
+func TestSecretQuestionGoesToItsPage(t *testing.T) {
+	d := newDash(t, testToken)
+	d.h.opts.SecretURL = func(p *engine.Pause) string { return "https://stepwise.example/secrets/one-" + p.StepID }
+	c := d.client()
+	csrf := d.login(c)
+	id := d.start("secret-ask")
+	v := d.waitStatus(id)
+	if v.Pause == nil {
+		t.Fatal("no pause")
+	}
+	_, body, _ := d.get(c, "/runs/"+id)
+	if strings.Contains(body, "answer-form") || !strings.Contains(body, `href="https://stepwise.example/secrets/one-api_key"`) {
+		t.Errorf("a secret question must link to its one-time page, with no form here")
+	}
+	code, _, _ := d.post(c, "/runs/"+id+"/answer", url.Values{csrfField: {csrf}, "seq": {itoa(v.Pause.Seq)}, "value": {"sk-123"}})
+	if code != http.StatusConflict {
+		t.Errorf("a secret answered through the dashboard's form: %d, want 409", code)
+	}
+	if now := d.waitStatus(id); now.Status != "waiting" || now.Pause == nil || now.Pause.Seq != v.Pause.Seq {
+		t.Errorf("the refused secret changed the run: %s", now.Status)
 	}
 }
