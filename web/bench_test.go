@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -49,15 +50,34 @@ func benchSetup(b *testing.B) (*Handler, []string) {
 			n, _ = strconv.Atoi(s)
 		}
 		ctx := context.Background()
-		home, err := os.MkdirTemp("", "stepwise-web-bench")
-		if err != nil {
-			benchErr = err
+		// $STEPWISE_BENCH_HOME keeps the seeded home for the next run.
+		home, reuse := os.Getenv("STEPWISE_BENCH_HOME"), false
+		if home != "" {
+			_, err := os.Stat(filepath.Join(home, "seeded"))
+			reuse = err == nil
+		} else if home, benchErr = os.MkdirTemp("", "stepwise-web-bench"); benchErr != nil {
 			return
 		}
 		svc, err := service.Open(ctx, service.Options{Home: home, Durability: "normal"})
 		if err != nil {
 			benchErr = err
 			return
+		}
+		benchDash = New(svc, Options{AuthTokens: []string{testToken}})
+		if reuse {
+			for cursor := ""; ; {
+				runs, next, err := svc.Store.ListRuns(ctx, store.RunFilter{Limit: 1000, Cursor: cursor})
+				if err != nil {
+					benchErr = err
+					return
+				}
+				for _, r := range runs {
+					benchIDs = append(benchIDs, r.ID)
+				}
+				if cursor = next; next == "" {
+					return
+				}
+			}
 		}
 		l, _ := svc.Parse([]byte(benchWorkflow))
 		id, err := svc.StartRun(ctx, l, nil, false)
@@ -97,7 +117,7 @@ func benchSetup(b *testing.B) (*Handler, []string) {
 			benchIDs = append(benchIDs, r.ID)
 		}
 		fmt.Fprintf(os.Stderr, "seeded %d runs in %s\n", n, time.Since(t0).Round(time.Millisecond))
-		benchDash = New(svc, Options{AuthTokens: []string{testToken}})
+		benchErr = os.WriteFile(filepath.Join(home, "seeded"), nil, 0o644)
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)
@@ -132,8 +152,9 @@ func serveTimes(b *testing.B, h *Handler, paths func(i int) string) {
 }
 
 // BenchmarkRunsPage serves /runs with 100,000 stored runs, five shapes:
-// the first page, failed runs, one workflow, a search by run id prefix,
-// the second page.
+// the first page, failed runs, one workflow, searches (a run id's
+// start, a workflow name's, nothing, one character that starts every run
+// id: the worst case), the second page.
 func BenchmarkRunsPage(b *testing.B) {
 	h, ids := benchSetup(b)
 	_, next, err := h.svc.ListRuns(context.Background(), store.RunFilter{Limit: runsPageSize})
@@ -141,7 +162,9 @@ func BenchmarkRunsPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	shapes := []struct{ name, path string }{{"first", "/runs"}, {"failed", "/runs?status=failed"}, {"workflow", "/runs?workflow=populate"},
-		{"search", "/runs?q=" + ids[len(ids)/2][:18]}, {"page2", "/runs?cursor=" + next}}
+		{"search", "/runs?q=" + ids[len(ids)/2][:18]}, {"search_workflow", "/runs?q=pop"}, {"search_none", "/runs?q=zzz"},
+		{"search_short", "/runs?q=" + ids[0][:1]},
+		{"page2", "/runs?cursor=" + next}}
 	for _, sh := range shapes {
 		b.Run(sh.name, func(b *testing.B) { serveTimes(b, h, func(int) string { return sh.path }) })
 	}
