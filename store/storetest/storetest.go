@@ -534,6 +534,23 @@ func testListRuns(t *testing.T, s store.Store) {
 	if !hit {
 		t.Errorf("search by run id %s: not found", ids[7])
 	}
+	// Paged, with another filter.
+	paged := map[string]bool{}
+	for cursor, page := "", 0; ; page++ {
+		runs, next := must2(t)(s.ListRuns(ctx, store.RunFilter{Search: "oth", Status: []string{store.StatusSucceeded, store.StatusRunning}, Limit: 2, Cursor: cursor}))
+		for _, r := range runs {
+			if paged[r.ID] || r.Workflow != "other" {
+				t.Errorf("search page %d: run %s (%s) again or not matching", page, r.ID, r.Workflow)
+			}
+			paged[r.ID] = true
+		}
+		if cursor = next; next == "" || page > 5 {
+			break
+		}
+	}
+	if len(paged) != 5 {
+		t.Errorf("search paged by 2: %d runs, want 5", len(paged))
+	}
 	if found, _ := must2(t)(s.ListRuns(ctx, store.RunFilter{Search: "zzz-none"})); len(found) != 0 {
 		t.Errorf("search matching nothing: %d runs", len(found))
 	}
