@@ -48,8 +48,15 @@ func (h *Handler) workflowsPage(w http.ResponseWriter, r *http.Request, c caller
 
 type workflowData struct {
 	*service.WorkflowDetail
-	Graph template.HTML
-	Runs  []runRow
+	Graph    template.HTML
+	Runs     []runRow
+	Versions []versionRow // of the recent runs, newest first
+}
+
+type versionRow struct {
+	Version string
+	Runs    int
+	Current bool
 }
 
 func (h *Handler) workflowPage(w http.ResponseWriter, r *http.Request, c caller) {
@@ -67,8 +74,16 @@ func (h *Handler) workflowPage(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	runs, _, err := h.svc.ListRuns(r.Context(), store.RunFilter{Workflow: det.Name, Limit: 20})
 	if err == nil {
+		seen := map[string]int{}
 		for _, v := range runs {
 			d.Runs = append(d.Runs, rowOf(v, time.Now()))
+			i, ok := seen[v.Version]
+			if !ok {
+				i = len(d.Versions)
+				seen[v.Version] = i
+				d.Versions = append(d.Versions, versionRow{Version: v.Version, Current: v.Version == det.Version})
+			}
+			d.Versions[i].Runs++
 		}
 	}
 	h.render(w, r, "workflow", h.page(c, "Workflow "+det.Name, "workflows", d))

@@ -425,6 +425,9 @@ func TestPagesRender(t *testing.T) {
 			}
 		}
 	}
+	if _, body, _ := d.get(c, "/runs/"+waiting+"?fragment=live"); strings.Contains(body, "<html") {
+		t.Errorf("the live fragment is a whole page")
+	}
 	// Filters exclude.
 	if _, body, _ := d.get(c, "/runs?status=succeeded"); strings.Contains(body, `/runs/`+waiting+`"`) {
 		t.Errorf("status filter kept a waiting run")
