@@ -26,6 +26,7 @@ import (
 	"stepwise.dev/stepwise/metric"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/web"
 )
 
 // DefaultHTTPAddr is where `serve --http` listens when no address is given.
@@ -57,6 +58,7 @@ type serveOptions struct {
 	allowPrivateNet bool
 	allowNetwork    []string
 	fixtures        bool
+	noDashboard     bool
 }
 
 // fixturesEnv must be 1 for the hidden --conformance-fixtures flag: the
@@ -108,6 +110,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.BoolVar(&o.expose, "expose-workflows", false, "make each library workflow a tool wf_<name> taking its inputs")
 	f.StringVar(&o.tools, "tools", string(mcpserver.ToolsAll), "which built-in tools to offer: all, or core (author and run workflows: a smaller tools/list for agents that pay per token)")
 	f.BoolVar(&o.catalogURLs, "allow-catalog-urls", false, "let MCP callers import OpenAPI catalogs from http(s) URLs (the server fetches them)")
+	f.BoolVar(&o.noDashboard, "no-dashboard", false, "with --http, serve no web dashboard at /")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "browser origin allowed to call /mcp besides the server's own (repeatable)")
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, for links to secret pages (default: from --http)")
 	f.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
@@ -326,7 +329,7 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 			return startErr
 		}
 		if ln != nil {
-			err = serveHTTP(ctx, ln, tlsConfig, srv, o, baseURL, logger, cmd.ErrOrStderr(), policy, metrics)
+			err = serveHTTP(ctx, ln, tlsConfig, srv, svc, o, baseURL, logger, cmd.ErrOrStderr(), policy, metrics)
 		} else {
 			err = serveStdio(ctx, srv, logger, cmd.ErrOrStderr(), func() ([]any, error) { return policy, nil })
 		}
@@ -530,15 +533,28 @@ func runSession(ctx context.Context, ss *mcp.ServerSession) error {
 // serveHTTP serves ln (through TLS with tlsConfig, when there is one: its
 // key pair is loaded already, so nothing is left to fail once the address
 // is announced).
-func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv *mcpserver.Server, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any, metrics *metric.Metrics) error {
+func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv *mcpserver.Server, svc *service.Service, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any, metrics *metric.Metrics) error {
+	var dash *web.Handler
+	if !o.noDashboard {
+		dash = web.New(svc, web.Options{AuthTokens: o.authTokens, Secure: tlsConfig != nil || o.behindTLSProxy || strings.HasPrefix(baseURL, "https:"),
+			BaseURL: baseURL, SecretURL: srv.SecretURL, Logger: logger})
+	}
+	hopts := mcpserver.HTTPOptions{AuthTokens: o.authTokens, SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins, Metrics: metrics}
+	if dash != nil {
+		hopts.Dashboard = dash
+	}
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(mcpserver.HTTPOptions{AuthTokens: o.authTokens, SessionTimeout: o.sessionTimeout, AllowedOrigins: o.allowOrigins, Metrics: metrics}),
+		Handler:           srv.HTTPHandler(hopts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		TLSConfig:         tlsConfig,
 	}
 	hs.RegisterOnShutdown(srv.EndHTTPSessions) // listening clients would hold the shutdown
 	fmt.Fprintf(stderr, "stepwise: serving MCP at %s/mcp\n", baseURL)
+	if dash != nil {
+		hs.RegisterOnShutdown(dash.Close) // live views would hold it too
+		fmt.Fprintf(stderr, "stepwise: dashboard at %s/\n", baseURL)
+	}
 	logger.Info("serving MCP over HTTP", append([]any{"url", baseURL + "/mcp", "auth", len(o.authTokens) > 0}, policy...)...)
 	errc := make(chan error, 1)
 	go func() {

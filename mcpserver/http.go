@@ -41,6 +41,9 @@ type HTTPOptions struct {
 	// Metrics, when set, are served at /metrics (behind the bearer tokens
 	// when there are any) and count the HTTP requests of every route.
 	Metrics *metric.Metrics
+	// Dashboard, when set, serves every path no other route serves (the
+	// web dashboard at /); it does its own authentication.
+	Dashboard http.Handler
 }
 
 // HTTPHandler serves streamable HTTP at /mcp, the one-time secret pages at
@@ -115,6 +118,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	route("/readyz", http.HandlerFunc(s.readyz))
 	if metricsHandler != nil {
 		route("/metrics", metricsHandler)
+	}
+	if o.Dashboard != nil {
+		route("/", o.Dashboard)
 	}
 	if o.Metrics == nil {
 		return mux

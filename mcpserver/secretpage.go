@@ -179,6 +179,10 @@ func (s *Server) secretURL(p *engine.Pause) string {
 	return link
 }
 
+// SecretURL is the one-time page where the secret question of pause p
+// is answered, or "" when the server serves no HTTP.
+func (s *Server) SecretURL(p *engine.Pause) string { return s.secretURL(p) }
+
 // SecretHandler serves /secrets/{id}: GET shows the form, POST takes the
 // value, seals it (the engine does) and continues the run.
 func (s *Server) SecretHandler() http.Handler {

@@ -287,6 +287,9 @@ type RunFilter struct {
 	ParentID string
 	// CreatedAfter/CreatedBefore bound the creation time (zero: unbounded).
 	CreatedAfter, CreatedBefore time.Time
+	// Search keeps the runs whose id or workflow name starts with it
+	// (case-sensitive; "" keeps all).
+	Search string
 	// Limit caps the page (default 50, max 1000); Cursor continues a
 	// previous page.
 	Limit  int

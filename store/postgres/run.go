@@ -191,6 +191,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 	if !f.CreatedBefore.IsZero() {
 		where = append(where, "created_at < "+a.add(nanos(f.CreatedBefore)))
 	}
+	if f.Search != "" {
+		p := a.add(f.Search)
+		where = append(where, "(starts_with(id, "+p+") OR starts_with(workflow, "+p+"))")
+	}
 	if f.Cursor != "" {
 		at, id, err := store.DecodeCursor(f.Cursor)
 		if err != nil {

@@ -198,14 +198,23 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, s
 		where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
 		args = append(args, at, at, id)
 	}
-	q := `SELECT ` + runColumns + ` FROM runs`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
 	// The limit is part of the text, not a parameter: SQLite plans with a
 	// bound LIMIT's value, so a statement with LIMIT ? is compiled again on
 	// every run and preparing it would save nothing.
-	q += " ORDER BY created_at DESC, id DESC LIMIT " + strconv.Itoa(limit+1)
+	order := " ORDER BY created_at DESC, id DESC LIMIT " + strconv.Itoa(limit+1)
+	var q string
+	if f.Search == "" {
+		q = `SELECT ` + runColumns + ` FROM runs`
+		if len(where) > 0 {
+			q += " WHERE " + strings.Join(where, " AND ")
+		}
+		q += order
+	} else {
+		var err error
+		if q, args, err = s.searchQuery(ctx, f.Search, where, args, order); err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+	}
 	rows, err := s.readQuery(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
@@ -332,4 +341,85 @@ FROM runs WHERE workflow = ? AND parent_id IS NULL`, workflow).Scan(&st.Runs, &s
 	}
 	st.LastRunAt = nullNanos(last)
 	return st, nil
+}
+
+// prefixEnd is the least string above every string that starts with p
+// (in byte order): p with its last byte incremented, bytes 0xff dropped.
+func prefixEnd(p string) string {
+	b := []byte(p)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "\xff\xff\xff\xff"
+	}
+	b[len(b)-1]++
+	return string(b)
+}
+
+// maxSearchWorkflows is how many workflow names a search's prefix may
+// match and still be read one index range each.
+const maxSearchWorkflows = 50
+
+// searchSortMax is how many runs a search reads by id and sorts at most.
+const searchSortMax = 1000
+
+// searchQuery is the page of runs whose id or workflow starts with p, as
+// the union of ordered index reads, each cut at the page: the runs of
+// each workflow whose name starts with p (runs_workflow_created, in
+// order: a page costs the same at any number of runs), and the runs whose
+// id starts with p (the primary key's range, sorted: what it matches). A
+// prefix that more than maxSearchWorkflows workflow names start with is
+// read as one range of the workflow index and sorted.
+func (s *Store) searchQuery(ctx context.Context, p string, where []string, args []any, order string) (string, []any, error) {
+	end := prefixEnd(p)
+	// The distinct names, one index seek each (a loose index scan).
+	rows, err := s.readQuery(ctx, `WITH RECURSIVE w(name) AS (
+  SELECT (SELECT workflow FROM runs WHERE workflow >= ? AND workflow < ? ORDER BY workflow LIMIT 1)
+  UNION ALL
+  SELECT (SELECT workflow FROM runs WHERE workflow > w.name AND workflow < ? ORDER BY workflow LIMIT 1) FROM w WHERE w.name IS NOT NULL
+) SELECT name FROM w WHERE name IS NOT NULL LIMIT `+strconv.Itoa(maxSearchWorkflows+1), p, end, end)
+	if err != nil {
+		return "", nil, err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return "", nil, err
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", nil, err
+	}
+	var branches []string
+	var all []any
+	branch := func(cond string, cargs ...any) {
+		w := append(append([]string(nil), where...), cond)
+		branches = append(branches, "SELECT * FROM (SELECT "+runColumns+" FROM runs WHERE "+strings.Join(w, " AND ")+order+")")
+		all = append(append(all, args...), cargs...)
+	}
+	// Few runs whose id starts with p: the primary key's range, sorted.
+	// Many (a short prefix): the creation index in order, filtered, which
+	// finds a page of them soon.
+	var many int
+	if err := s.readQueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM runs WHERE id >= ? AND id < ? LIMIT `+strconv.Itoa(searchSortMax)+`)`, p, end).Scan(&many); err != nil {
+		return "", nil, err
+	}
+	if many < searchSortMax {
+		branch("id >= ? AND id < ?", p, end)
+	} else {
+		branch("+id >= ? AND +id < ?", p, end)
+	}
+	if len(names) > maxSearchWorkflows {
+		branch("workflow >= ? AND workflow < ?", p, end)
+	} else {
+		for _, n := range names {
+			branch("workflow = ?", n)
+		}
+	}
+	return strings.Join(branches, " UNION ") + order, all, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -518,6 +519,41 @@ func testListRuns(t *testing.T, s store.Store) {
 	other, _ := must2(t)(s.ListRuns(ctx, store.RunFilter{Workflow: "other"}))
 	if len(other) != 5 {
 		t.Errorf("workflow filter: %d", len(other))
+	}
+	// Search: a workflow name's prefix, a run id's prefix.
+	if found, _ := must2(t)(s.ListRuns(ctx, store.RunFilter{Search: "oth"})); len(found) != 5 {
+		t.Errorf("search by workflow prefix: %d runs, want 5", len(found))
+	}
+	byID, _ := must2(t)(s.ListRuns(ctx, store.RunFilter{Search: ids[7], Limit: 1000}))
+	hit := false
+	for _, r := range byID {
+		hit = hit || r.ID == ids[7]
+		if !strings.HasPrefix(r.ID, ids[7]) && !strings.HasPrefix(r.Workflow, ids[7]) {
+			t.Errorf("search %q found run %s (%s)", ids[7], r.ID, r.Workflow)
+		}
+	}
+	if !hit {
+		t.Errorf("search by run id %s: not found", ids[7])
+	}
+	// Paged, with another filter.
+	paged := map[string]bool{}
+	for cursor, page := "", 0; ; page++ {
+		runs, next := must2(t)(s.ListRuns(ctx, store.RunFilter{Search: "oth", Status: []string{store.StatusSucceeded, store.StatusRunning}, Limit: 2, Cursor: cursor}))
+		for _, r := range runs {
+			if paged[r.ID] || r.Workflow != "other" {
+				t.Errorf("search page %d: run %s (%s) again or not matching", page, r.ID, r.Workflow)
+			}
+			paged[r.ID] = true
+		}
+		if cursor = next; next == "" || page > 5 {
+			break
+		}
+	}
+	if len(paged) != 5 {
+		t.Errorf("search paged by 2: %d runs, want 5", len(paged))
+	}
+	if found, _ := must2(t)(s.ListRuns(ctx, store.RunFilter{Search: "zzz-none"})); len(found) != 0 {
+		t.Errorf("search matching nothing: %d runs", len(found))
 	}
 	done, _ := must2(t)(s.ListRuns(ctx, store.RunFilter{Status: []string{store.StatusSucceeded}, Workflow: "wf"}))
 	for _, r := range done {
