@@ -668,7 +668,10 @@ func attr(s string) string { return esc(s) }
 // arrowheads and the status glyphs. Statuses are keyed on data-status, so
 // that a page can change them live; each has a colour, a border pattern
 // and a glyph, never colour alone.
-const svgStyle = `<style>
+// SVGStyleSheet is the text of the <style> element of every drawing, the
+// same for all: a page that shows drawings inline under a
+// Content-Security-Policy allows it by its hash.
+const SVGStyleSheet = `
 .stepwise-graph .bg{fill:#fff}
 .stepwise-graph text{fill:#1f2328}
 .stepwise-graph .label.first{font-weight:600}
@@ -710,8 +713,13 @@ const svgStyle = `<style>
 .stepwise-graph [data-status=skipped] .gl use:nth-child(6){display:inline;color:#6e7781}
 .stepwise-graph [data-status=canceled] .gl use:nth-child(7){display:inline;color:#57606a}
 .stepwise-graph a .label.first{text-decoration:underline}
-</style>
-<defs>
+`
+
+const svgStyle = "<style>" + SVGStyleSheet + "</style>\n" + svgDefs
+
+// svgDefs are the definitions every drawing shares: arrowheads and the
+// status glyphs.
+const svgDefs = `<defs>
 <marker id="sw-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0 0L10 5L0 10z" fill="#57606a"/></marker>
 <marker id="sw-arrow-fail" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0 0L10 5L0 10z" fill="#b42318"/></marker>
 <marker id="sw-arrow-loop" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M0 0L10 5L0 10z" fill="#6639ba"/></marker>

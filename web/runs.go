@@ -171,23 +171,12 @@ func (h *Handler) runData(ctx context.Context, id string) (*runData, error) {
 		return nil, err
 	}
 	d := &runData{Run: v, Live: !finished(v.Status)}
-	status := map[string]string{}
 	for _, s := range v.Steps {
 		row := stepRow{StepView: s, Name: s.ID}
 		if s.Key != "" {
 			row.Name = s.Key
 		}
 		d.Steps = append(d.Steps, row)
-		status[s.ID] = s.Status
-	}
-	if v.Pause != nil {
-		status[v.Pause.StepID] = "waiting"
-	}
-	if l, err := h.svc.Definition(ctx, id); err == nil && countSteps(l.Workflow.Steps) <= maxGraphSteps {
-		svg, err := graph.SVG(l.Workflow, graph.SVGOptions{Status: status})
-		if err == nil {
-			d.Graph = template.HTML(svg) // graph.SVG escapes what it draws
-		}
 	}
 	evs, err := h.svc.Events(ctx, id, 0, maxEvents+1)
 	if err != nil {
@@ -196,9 +185,24 @@ func (h *Handler) runData(ctx context.Context, id string) (*runData, error) {
 	if len(evs) > maxEvents {
 		evs, d.MoreEvent = evs[:maxEvents], true
 	}
+	status := service.StepStatuses(v)
 	for _, e := range evs {
 		d.Events = append(d.Events, eventOf(e))
 		d.LastSeq = e.Seq
+		// A step is recorded when it ends: one that started and is not
+		// recorded yet is running while the run is.
+		if e.Type == engine.EventStepStarted && status[e.StepID] == "" && v.Status == store.StatusRunning {
+			status[e.StepID] = store.StatusRunning
+		}
+	}
+	if v.Pause != nil {
+		status[v.Pause.StepID] = store.StatusWaiting
+	}
+	if l, err := h.svc.Definition(ctx, id); err == nil && countSteps(l.Workflow.Steps) <= maxGraphSteps {
+		svg, err := graph.SVG(l.Workflow, graph.SVGOptions{Status: status})
+		if err == nil {
+			d.Graph = template.HTML(svg) // graph.SVG escapes what it draws
+		}
 	}
 	for _, ch := range v.Children {
 		cid, _, _ := strings.Cut(ch, " ")

@@ -8,6 +8,7 @@ package web
 import (
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/graph"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -126,10 +128,18 @@ func (h *Handler) routes() {
 	h.mux = m
 }
 
+// contentSecurityPolicy allows the page's own scripts and styles, and the
+// one inline style sheet it shows: the graph's, by its hash.
+var contentSecurityPolicy = func() string {
+	sum := sha256.Sum256([]byte(graph.SVGStyleSheet))
+	return "default-src 'none'; script-src 'self'; style-src 'self' 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+		"'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+}()
+
 // ServeHTTP serves a dashboard request with its security headers.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	hd.Set("Content-Security-Policy", contentSecurityPolicy)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("X-Frame-Options", "DENY")
