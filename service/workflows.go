@@ -568,3 +568,24 @@ func validationOf(res *workflow.Result) Validation {
 	}
 	return v
 }
+
+// VersionInfo is a version a workflow's runs were started with.
+type VersionInfo struct {
+	Version string `json:"version"`
+	// RecordedAt is when its first run recorded it.
+	RecordedAt time.Time `json:"recorded_at"`
+}
+
+// WorkflowVersions lists the versions recorded under a workflow's name,
+// newest first, up to limit (at most 1000).
+func (s *Service) WorkflowVersions(ctx context.Context, name string, limit int) ([]VersionInfo, error) {
+	vs, err := s.Store.ListVersions(ctx, name, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VersionInfo, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, VersionInfo{Version: v.Version, RecordedAt: v.CreatedAt})
+	}
+	return out, nil
+}

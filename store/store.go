@@ -302,6 +302,9 @@ type Store interface {
 	// a no-op.
 	PutVersion(ctx context.Context, v Version) error
 	GetVersion(ctx context.Context, version string) (Version, error)
+	// ListVersions returns up to limit (at most 1000) versions recorded
+	// under the workflow name, newest first, without their definitions.
+	ListVersions(ctx context.Context, name string, limit int) ([]Version, error)
 
 	// CreateRun inserts a new run with its first events and, for a fork,
 	// the step results it starts from. The run's ID must be new (ErrExists

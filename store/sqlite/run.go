@@ -321,6 +321,30 @@ func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, runID string, rev i
 	return nil
 }
 
+// ListVersions implements store.Store, along versions_name_created.
+func (s *Store) ListVersions(ctx context.Context, name string, limit int) ([]store.Version, error) {
+	limit = min(max(limit, 1), 1000)
+	rows, err := s.readQuery(ctx, `SELECT version, created_at FROM versions WHERE name = ? ORDER BY created_at DESC, version LIMIT ?`, name, limit)
+	if err != nil {
+		return nil, fmt.Errorf("versions of %q: %w", name, err)
+	}
+	defer rows.Close()
+	var out []store.Version
+	for rows.Next() {
+		v := store.Version{Name: name}
+		var created int64
+		if err := rows.Scan(&v.Version, &created); err != nil {
+			return nil, fmt.Errorf("versions of %q: %w", name, err)
+		}
+		v.CreatedAt = fromNanos(created)
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("versions of %q: %w", name, err)
+	}
+	return out, nil
+}
+
 // WorkflowStats implements store.Store: one aggregate over the workflow's
 // index.
 func (s *Store) WorkflowStats(ctx context.Context, workflow string) (store.WorkflowStats, error) {

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 		{"Versions", testVersions},
 		{"CreateAndGetRun", testCreateAndGetRun},
 		{"CreateRefusesTakenIDsAndUnknownVersions", testCreateRefusals},
+		{"ListVersionsNewestFirst", testListVersions},
 		{"CommitAdvancesRevisionAndEvents", testCommit},
 		{"CommitConflictWritesNothing", testCommitConflict},
 		{"CommitKeepsOrChangesTheStatus", testCommitStatus},
