@@ -74,7 +74,7 @@ type ErrorContext struct {
 // Error codes of the MCP surface itself (the engine and service have theirs).
 const (
 	CodeArgumentsInvalid = service.CodeArgumentsInvalid
-	CodeInternal         = "INTERNAL"
+	CodeInternal         = code.Internal
 	CodeCanceled         = "CANCELED"
 	// CodeShellRefused is the shell policy's code: the service refuses a
 	// run whose commands the server does not allow (run_start, wf_ tools,
