@@ -14,13 +14,15 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"stepwise.dev/stepwise/code"
 )
 
 // Safety tiers of an action.
 const (
-	ReadOnly    = "read-only"
-	Mutating    = "mutating"
-	Destructive = "destructive"
+	ReadOnly    = code.ReadOnly
+	Mutating    = code.Mutating
+	Destructive = code.Destructive
 )
 
 // Call is one invocation of an action.

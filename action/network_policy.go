@@ -12,12 +12,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"stepwise.dev/stepwise/code"
 )
 
 // CodeNetworkNotAllowed is the stable error code of a connection the
 // network policy refuses: an address of this machine or its private
 // network that the server's callers may not reach.
-const CodeNetworkNotAllowed = "NETWORK_NOT_ALLOWED"
+const CodeNetworkNotAllowed = code.NetworkNotAllowed
 
 // ErrNetworkNotAllowed matches every refusal of the network policy
 // (errors.Is).

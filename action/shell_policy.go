@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"stepwise.dev/stepwise/code"
 )
 
 // CodeShellNotAllowed is the stable error code of a shell command that the
 // policy refuses. Surfaces match on it (the MCP error data); the run-time
 // refusal carries it in the step's error message.
-const CodeShellNotAllowed = "SHELL_NOT_ALLOWED"
+const CodeShellNotAllowed = code.ShellNotAllowed
 
 // ErrShellNotAllowed matches every refusal of the shell policy
 // (errors.Is).

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -9,35 +9,35 @@ import (
 // run, chosen by the error's code (mcpserver/errors.go words the same
 // codes in MCP tools). Codes whose next step is no command keep the
 // service's neutral suggestion.
-func nextStep(e *engine.Error) string {
+func nextStep(e *service.Error) string {
 	run := e.RunID
 	if run == "" {
 		run = "RUN"
 	}
 	switch e.Code {
-	case engine.CodeRunNotFound:
+	case code.RunNotFound:
 		return "list runs with `stepwise runs`"
-	case engine.CodeRunFinished:
+	case code.RunFinished:
 		return "see it with `stepwise show " + run + "`; `stepwise retry " + run + "` (a failed run) or `stepwise fork " + run + " --from STEP` runs it again"
-	case engine.CodeRunNotFailed:
+	case code.RunNotFailed:
 		return "`stepwise fork " + run + " --from STEP` runs it again"
-	case engine.CodeRunCompensated:
+	case code.RunCompensated:
 		return "fork it from its first step: `stepwise fork " + run + " --from STEP`"
-	case engine.CodeRunPaused:
+	case code.RunPaused:
 		return "`stepwise resume " + run + "` resumes it"
-	case engine.CodeRunBusy:
+	case code.RunBusy:
 		return "`stepwise show " + run + "` shows where it is now; then run the command again"
-	case engine.CodeStepNotFound:
+	case code.StepNotFound:
 		return "give --from one of the top-level steps listed (`stepwise show " + run + "` shows the run's steps)"
-	case engine.CodePauseTimedOut:
+	case code.PauseTimedOut:
 		return "`stepwise show " + run + "` shows the failed step; `stepwise retry " + run + "` runs it again from there"
-	case engine.CodeTokenExpired, engine.CodeTokenInvalid, engine.CodeTokenAlreadyUsed:
+	case code.TokenExpired, code.TokenInvalid, code.TokenAlreadyUsed:
 		return "`stepwise show " + run + "` shows the run's state and its open pause"
-	case engine.CodeSecretInClear:
+	case code.SecretInClear:
 		if e.RunID != "" {
 			return "answer it in a terminal: `stepwise resume " + run + "`"
 		}
-	case engine.CodeWorkflowInvalid:
+	case code.WorkflowInvalid:
 		return "fix the listed violations (`stepwise validate FILE` shows them with positions; `stepwise save --draft` keeps a workflow that is not valid yet)"
 	case service.CodeNotFound:
 		return "list the library with `stepwise list`, or give a workflow file's path"

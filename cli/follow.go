@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"stepwise.dev/stepwise/engine"
-	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/code"
+	"stepwise.dev/stepwise/service"
 )
 
 // followShow is show --follow: the run as show prints it, then a line as
@@ -31,7 +31,7 @@ func followShow(cmd *cobra.Command, g *globals, id string) error {
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintln(out, "following:")
-	v, err := svc.Follow(ctx, id, after, func(e store.Event) { followLine(out, e) })
+	v, err := svc.Follow(ctx, id, after, func(e service.StoredEvent) { followLine(out, e) })
 	if err != nil {
 		if interrupted() || errors.Is(err, context.Canceled) {
 			return &exitError{code: ExitInterrupted, msg: fmt.Sprintf("stopped following run %s; it goes on: stepwise show --follow %s", id, id)}
@@ -40,9 +40,9 @@ func followShow(cmd *cobra.Command, g *globals, id string) error {
 	}
 	printHuman(out, v)
 	switch v.Status {
-	case store.StatusSucceeded:
+	case code.StatusSucceeded:
 		return nil
-	case store.StatusWaiting:
+	case code.StatusWaiting:
 		return &exitError{code: ExitWaiting}
 	default:
 		return &exitError{code: ExitInvalid}
@@ -51,10 +51,10 @@ func followShow(cmd *cobra.Command, g *globals, id string) error {
 
 // followLine prints an event of a followed run: a step's start, else what
 // a run's progress prints (progressLine).
-func followLine(w io.Writer, e store.Event) {
-	if e.Type == engine.EventStepStarted {
+func followLine(w io.Writer, e service.StoredEvent) {
+	if e.Type == code.EventStepStarted {
 		fmt.Fprintf(w, "  → %s\n", e.StepID)
 		return
 	}
-	progressLine(w, engine.Event{RunID: e.RunID, Seq: e.Seq, Type: e.Type, StepID: e.StepID, Data: e.Data, At: e.At}, 0)
+	progressLine(w, service.Event{RunID: e.RunID, Seq: e.Seq, Type: e.Type, StepID: e.StepID, Data: e.Data, At: e.At}, 0)
 }

@@ -12,10 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"stepwise.dev/stepwise/action"
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store/sqlite"
 )
 
 // More exit codes (see also ExitOK, ExitInvalid, ExitUsage).
@@ -44,7 +43,7 @@ type globals struct {
 
 func (g *globals) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&g.home, "home", "", "home directory (default $STEPWISE_HOME or ~/.stepwise)")
-	cmd.PersistentFlags().StringVar(&g.durability, "durability", sqlite.Full, "database durability: full (fsync every step) or normal")
+	cmd.PersistentFlags().StringVar(&g.durability, "durability", code.DurabilityFull, "database durability: full (fsync every step) or normal")
 	cmd.PersistentFlags().StringVar(&g.database, "database", "", "a PostgreSQL URL (postgres://…) to keep runs, the library, catalogs and key in, shared by replicas, instead of the home (default $"+EnvDatabaseURL+")")
 	cmd.PersistentFlags().DurationVar(&g.tokenTTL, "token-ttl", 24*time.Hour, "how long a pause's continuation token stays valid")
 	cmd.PersistentFlags().StringVar(&g.workspace, "workspace", "", "the directory shell and file actions work in (default HOME/workspace)")
@@ -53,7 +52,7 @@ func (g *globals) register(cmd *cobra.Command) {
 }
 
 func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Service, error) {
-	if g.durability != sqlite.Full && g.durability != sqlite.Normal {
+	if g.durability != code.DurabilityFull && g.durability != code.DurabilityNormal {
 		return nil, usageErr("--durability %q: use full or normal", g.durability)
 	}
 	if g.tokenTTL <= 0 {
@@ -73,7 +72,7 @@ func (g *globals) open(ctx context.Context, actionOutput io.Writer) (*service.Se
 
 // openWith opens the service with the global flags applied to opts.
 func (g *globals) openWith(ctx context.Context, opts service.Options) (*service.Service, error) {
-	if g.durability != sqlite.Full && g.durability != sqlite.Normal {
+	if g.durability != code.DurabilityFull && g.durability != code.DurabilityNormal {
 		return nil, usageErr("--durability %q: use full or normal", g.durability)
 	}
 	if g.tokenTTL <= 0 {
@@ -110,7 +109,7 @@ func describe(err error) *exitError {
 	if errors.As(err, &ee) {
 		return ee
 	}
-	var e *engine.Error
+	var e *service.Error
 	if errors.As(err, &e) {
 		var b strings.Builder
 		b.WriteString(e.Message)
@@ -129,11 +128,11 @@ func describe(err error) *exitError {
 		if next := nextStep(e); next != "" && len(e.Violations) == 0 {
 			b.WriteString(" (" + next + ")")
 		}
-		code := ExitInvalid
-		if e.Category == engine.CategoryNotFound || e.Category == service.CategorySecurity {
-			code = ExitUsage
+		exit := ExitInvalid
+		if e.Category == code.CategoryNotFound || e.Category == service.CategorySecurity {
+			exit = ExitUsage
 		}
-		return &exitError{code: code, msg: b.String()}
+		return &exitError{code: exit, msg: b.String()}
 	}
 	return &exitError{code: ExitInvalid, msg: fmt.Sprint(err)}
 }

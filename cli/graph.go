@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/graph"
 	"stepwise.dev/stepwise/home"
 	"stepwise.dev/stepwise/service"
@@ -149,7 +148,7 @@ func graphSource(ctx context.Context, g *globals, ref string) ([]byte, string, e
 	}
 	defer svc.Close(context.Background())
 	data, where, err := svc.RunnableSource(ref)
-	if engine.CodeOf(err) == service.CodeNotFound {
+	if service.CodeOf(err) == service.CodeNotFound {
 		return nil, "", usageErr("no workflow or draft named %q in the library of the database", ref)
 	}
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -45,7 +45,7 @@ func newPlanCmd(g *globals) *cobra.Command {
 func planWorkflow(ctx context.Context, cmd *cobra.Command, svc *service.Service, ref string, text map[string]string, asJSON bool) error {
 	p, err := svc.Plan(ctx, service.PlanRequest{Ref: ref, TextInputs: text})
 	if err != nil {
-		var ee *engine.Error
+		var ee *service.Error
 		if errors.As(err, &ee) {
 			return describe(err)
 		}
@@ -116,9 +116,9 @@ func printPlanInput(w io.Writer, in service.PlanInput) {
 	}
 	var value string
 	switch in.Source {
-	case engine.SourceMissing:
+	case code.SourceMissing:
 		value = "missing"
-	case engine.SourceNone:
+	case code.SourceNone:
 		value = "null (not given)"
 	default:
 		value = compact(in.Value) + " (" + in.Source

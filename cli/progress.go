@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -54,7 +54,7 @@ func (p *progressOut) Write(b []byte) (int, error) {
 // start routes writes through the printer that the returned function
 // runs: it prints the progress lines of the run tree's events until
 // events closes, and the writes in between.
-func (p *progressOut) start(events <-chan engine.Event, tree *service.RunTree) (print func()) {
+func (p *progressOut) start(events <-chan service.Event, tree *service.RunTree) (print func()) {
 	writes, stopped := make(chan progressWrite), make(chan struct{})
 	p.mu.Lock()
 	p.writes, p.stopped = writes, stopped
@@ -62,14 +62,14 @@ func (p *progressOut) start(events <-chan engine.Event, tree *service.RunTree) (
 	return func() { p.print(events, tree, writes, stopped) }
 }
 
-func (p *progressOut) print(events <-chan engine.Event, tree *service.RunTree, writes chan progressWrite, stopped chan struct{}) {
+func (p *progressOut) print(events <-chan service.Event, tree *service.RunTree, writes chan progressWrite, stopped chan struct{}) {
 	defer func() {
 		p.mu.Lock()
 		p.writes, p.stopped = nil, nil
 		p.mu.Unlock()
 		close(stopped)
 	}()
-	line := func(e engine.Event) {
+	line := func(e service.Event) {
 		if depth, ok := tree.Depth(e); ok {
 			progressLine(p.w, e, depth)
 		}
@@ -104,7 +104,7 @@ func (p *progressOut) print(events <-chan engine.Event, tree *service.RunTree, w
 
 // progressLine prints one event of a run as it happens; a sub-workflow's
 // lines are indented under the step that runs it.
-func progressLine(w io.Writer, e engine.Event, depth int) {
+func progressLine(w io.Writer, e service.Event, depth int) {
 	var d struct {
 		Error       string `json:"error"`
 		Attempt     int    `json:"attempt"`
@@ -115,25 +115,25 @@ func progressLine(w io.Writer, e engine.Event, depth int) {
 	_ = json.Unmarshal(e.Data, &d)
 	in := "  " + strings.Repeat("  ", depth)
 	switch e.Type {
-	case engine.EventStepSucceeded, engine.EventHookSucceeded:
+	case code.EventStepSucceeded, code.EventHookSucceeded:
 		fmt.Fprintf(w, "%s✓ %s\n", in, e.StepID)
-	case engine.EventStepFailed, engine.EventHookFailed:
+	case code.EventStepFailed, code.EventHookFailed:
 		fmt.Fprintf(w, "%s✗ %s: %s\n", in, e.StepID, d.Error)
-	case engine.EventStepSkipped:
+	case code.EventStepSkipped:
 		fmt.Fprintf(w, "%s- %s (skipped)\n", in, e.StepID)
-	case engine.EventStepRetrying:
+	case code.EventStepRetrying:
 		of := ""
 		if d.MaxAttempts > 0 {
 			of = fmt.Sprintf("/%d", d.MaxAttempts)
 		}
 		fmt.Fprintf(w, "%s↻ %s: %s — retry %d%s in %s\n", in, e.StepID, d.Error, d.Attempt+1, of, shortDuration(time.Duration(d.DelayMS)*time.Millisecond))
-	case engine.EventChildStarted:
+	case code.EventChildStarted:
 		fmt.Fprintf(w, "%s▸ %s: sub-workflow %s\n", in, e.StepID, d.Workflow)
-	case engine.EventRunCompensating:
+	case code.EventRunCompensating:
 		fmt.Fprintf(w, "%s↩ compensating\n", in)
-	case engine.EventCompensated:
+	case code.EventCompensated:
 		fmt.Fprintf(w, "%s↩ %s compensated\n", in, e.StepID)
-	case engine.EventCompensationFail:
+	case code.EventCompensationFail:
 		fmt.Fprintf(w, "%s✗ %s not compensated: %s\n", in, e.StepID, d.Error)
 	}
 }

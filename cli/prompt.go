@@ -13,13 +13,14 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/huh/v2"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
 // prompter gets the answer to a pause from a person (or a test).
 type prompter interface {
-	ask(ctx context.Context, p *engine.Pause) (any, error)
+	ask(ctx context.Context, p *service.Pause) (any, error)
 }
 
 var errAborted = errors.New("aborted")
@@ -32,8 +33,8 @@ type terminalPrompter struct {
 	in  *termInput
 }
 
-func (t terminalPrompter) ask(ctx context.Context, p *engine.Pause) (any, error) {
-	if p.Kind == engine.KindAgent {
+func (t terminalPrompter) ask(ctx context.Context, p *service.Pause) (any, error) {
+	if p.Kind == code.PauseAgent {
 		return t.agent(ctx, p)
 	}
 	var fields []huh.Field
@@ -71,7 +72,7 @@ func (t terminalPrompter) ask(ctx context.Context, p *engine.Pause) (any, error)
 
 // questionField builds the huh field for one question and a function that
 // reads its typed answer after the form ran.
-func questionField(q engine.Question, title string) (huh.Field, func() (string, any, error)) {
+func questionField(q service.Question, title string) (huh.Field, func() (string, any, error)) {
 	label := q.Prompt
 	if label == "" {
 		label = q.Name
@@ -157,7 +158,7 @@ func choiceLabel(c workflow.Choice) string {
 }
 
 // agent shows an agent step's instructions and reads its output as JSON.
-func (t terminalPrompter) agent(ctx context.Context, p *engine.Pause) (any, error) {
+func (t terminalPrompter) agent(ctx context.Context, p *service.Pause) (any, error) {
 	printPause(t.out, p)
 	var text string
 	f := huh.NewText().Title("The agent's output (JSON)").Value(&text).Validate(func(s string) error {

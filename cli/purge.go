@@ -12,8 +12,8 @@ import (
 	"charm.land/huh/v2"
 	"github.com/spf13/cobra"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 // askPurge asks the person whether to go ahead with a purge.
@@ -58,7 +58,7 @@ func newPurgeCmd(g *globals) *cobra.Command {
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
 					s = strings.TrimSpace(s)
-					if !store.Finished(s) {
+					if !code.Finished(s) {
 						return usageErr("--status %q: only finished runs are purged: use succeeded, failed or canceled", s)
 					}
 					f.Status = append(f.Status, s)
@@ -89,7 +89,7 @@ func purge(ctx context.Context, cmd *cobra.Command, svc *service.Service, f serv
 	out := cmd.OutOrStdout()
 	if would.Runs == 0 {
 		if asJSON {
-			return writeJSON(out, store.PurgeResult{})
+			return writeJSON(out, service.PurgeResult{})
 		}
 		fmt.Fprintln(out, "nothing to purge: no finished run matches")
 		return nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/service"
 )
 
 // asPerson makes purge see a terminal where the person answers yes (or
@@ -76,7 +76,7 @@ func TestPurgeWithoutTerminalNeedsYes(t *testing.T) {
 		t.Fatalf("runs left after a refused purge: %v", got)
 	}
 	code, out, errOut = runOut(t, home, "purge", "--status", "failed", "--yes", "--json")
-	var counts store.PurgeResult
+	var counts service.PurgeResult
 	if code != ExitOK || json.Unmarshal([]byte(out), &counts) != nil {
 		t.Fatalf("purge --yes: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -16,9 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -38,7 +37,7 @@ type runResult struct {
 	Status  string          `json:"status"`
 	Outputs map[string]any  `json:"outputs,omitempty"`
 	Error   json.RawMessage `json:"error,omitempty"`
-	Pause   *engine.Pause   `json:"pause,omitempty"`
+	Pause   *service.Pause  `json:"pause,omitempty"`
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -135,7 +134,7 @@ type session struct {
 	out         *progressOut // the actions' output, ordered with the progress lines
 	// events are every run's, from before the run started (nil with --json:
 	// no progress lines); a sub-workflow's run has an id of its own.
-	events      <-chan engine.Event
+	events      <-chan service.Event
 	unsubscribe func()
 	close       func()
 }
@@ -221,7 +220,7 @@ func runWorkflow(cmd *cobra.Command, g *globals, o *runOptions, ref string) erro
 		return describe(err)
 	}
 	if o.detach {
-		return printOutcome(cmd, o, &service.RunView{ID: id, Status: store.StatusRunning})
+		return printOutcome(cmd, o, &service.RunView{ID: id, Status: code.StatusRunning})
 	}
 	return s.follow(cmd, o, id, answers)
 }
@@ -285,7 +284,7 @@ func resumeAll(cmd *cobra.Command, g *globals) error {
 // actions' output goes to as well, so that stdout carries only the
 // result): the steps of the run and of its sub-workflows, retries,
 // compensations and hooks.
-func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, out *progressOut, events <-chan engine.Event, unsubscribe func(), o *runOptions, id string, answers map[string]any, interrupted func() bool) error {
+func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, out *progressOut, events <-chan service.Event, unsubscribe func(), o *runOptions, id string, answers map[string]any, interrupted func() bool) error {
 	errOut := cmd.ErrOrStderr()
 	stopProgress := func() {}
 	if events != nil {
@@ -339,7 +338,7 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, out *
 		if err != nil {
 			return describe(err)
 		}
-		if status != store.StatusWaiting || view.Pause == nil {
+		if status != code.StatusWaiting || view.Pause == nil {
 			return printOutcome(cmd, o, view)
 		}
 		pause := view.Pause
@@ -361,11 +360,11 @@ func follow(ctx context.Context, cmd *cobra.Command, svc *service.Service, out *
 		}
 		asked[pauseKey{pause.RunID, pause.Seq}] = true
 		if _, err := svc.Continue(ctx, pause.Token, value); err != nil {
-			if engine.CodeOf(err) == engine.CodeAnswerInvalid && p != nil {
+			if service.CodeOf(err) == code.AnswerInvalid && p != nil {
 				fmt.Fprintln(errOut, describe(err).msg)
 				continue
 			}
-			if engine.CodeOf(err) == engine.CodeAnswerInvalid && ok {
+			if service.CodeOf(err) == code.AnswerInvalid && ok {
 				stopProgress()
 				return refusedAnswer(cmd, o, view, err)
 			}
@@ -425,11 +424,11 @@ func printOutcome(cmd *cobra.Command, o *runOptions, v *service.RunView) error {
 		printHuman(out, v)
 	}
 	switch v.Status {
-	case store.StatusSucceeded:
+	case code.StatusSucceeded:
 		return nil
-	case store.StatusWaiting:
+	case code.StatusWaiting:
 		return &exitError{code: ExitWaiting}
-	case store.StatusRunning, store.StatusPending, store.StatusPaused:
+	case code.StatusRunning, code.StatusPending, code.StatusPaused:
 		return nil // --detach, or held by an operator
 	default:
 		return &exitError{code: ExitInvalid}
@@ -439,17 +438,17 @@ func printOutcome(cmd *cobra.Command, o *runOptions, v *service.RunView) error {
 func printHuman(w io.Writer, v *service.RunView) {
 	fmt.Fprintf(w, "run %s: %s\n", v.ID, v.Status)
 	switch v.Status {
-	case store.StatusSucceeded:
+	case code.StatusSucceeded:
 		if len(v.Outputs) > 0 {
 			b, _ := json.MarshalIndent(v.Outputs, "", "  ")
 			fmt.Fprintf(w, "outputs: %s\n", b)
 		}
-	case store.StatusWaiting:
+	case code.StatusWaiting:
 		if p := v.Pause; p != nil {
 			printPause(w, p)
 			fmt.Fprintf(w, "answer it with: stepwise resume %s --answers FILE   (FILE: {%s: <answer>})\n", v.ID, p.StepID)
 		}
-	case store.StatusRunning, store.StatusPending, store.StatusPaused:
+	case code.StatusRunning, code.StatusPending, code.StatusPaused:
 		fmt.Fprintf(w, "resume it with: stepwise resume %s\n", v.ID)
 	default:
 		var e struct {
@@ -470,9 +469,9 @@ func printHuman(w io.Writer, v *service.RunView) {
 	}
 }
 
-func printPause(w io.Writer, p *engine.Pause) {
+func printPause(w io.Writer, p *service.Pause) {
 	switch p.Kind {
-	case engine.KindAgent:
+	case code.PauseAgent:
 		fmt.Fprintf(w, "waiting for the agent at step %s", p.StepID)
 		if p.Persona != "" {
 			fmt.Fprintf(w, " (as %s)", p.Persona)

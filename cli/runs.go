@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 func newRunsCmd(g *globals) *cobra.Command {
@@ -32,12 +32,12 @@ func newRunsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer svc.Close(context.Background())
-			f := store.RunFilter{Workflow: workflowName, Limit: limit, Cursor: cursor}
+			f := service.RunFilter{Workflow: workflowName, Limit: limit, Cursor: cursor}
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
 					s = strings.TrimSpace(s)
 					switch s {
-					case store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusPaused, store.StatusSucceeded, store.StatusFailed, store.StatusCanceled:
+					case code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused, code.StatusSucceeded, code.StatusFailed, code.StatusCanceled:
 					default:
 						return usageErr("--status %q: use pending, running, waiting, paused, succeeded, failed or canceled", s)
 					}
@@ -234,7 +234,7 @@ func shorten(s string) string {
 // timeline is a run's events as lines: the offset from start, right-aligned
 // to the widest offset so that the columns after it line up, the type, the
 // step and the data.
-func timeline(events []store.Event, start time.Time) []string {
+func timeline(events []service.StoredEvent, start time.Time) []string {
 	offsets := make([]string, len(events))
 	width := 0
 	for i, e := range events {

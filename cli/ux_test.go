@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/service"
 )
 
 // runs --since takes days, as purge --older-than does, and refuses what is
@@ -134,7 +134,7 @@ steps:
 // after them line up past a minute.
 func TestTimelineAlignedPastAMinute(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	events := []store.Event{
+	events := []service.StoredEvent{
 		{Type: "run.created", At: start},
 		{Type: "step.started", StepID: "a", At: start.Add(5100 * time.Millisecond)},
 		{Type: "step.succeeded", StepID: "a", At: start.Add(time.Minute + 5213*time.Millisecond)},

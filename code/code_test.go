@@ -9,6 +9,7 @@ import (
 	"stepwise.dev/stepwise/mcpserver"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/sqlite"
 )
 
 // TestSameValues: each constant equals the one the engine, store, service
@@ -49,6 +50,52 @@ func TestSameValues(t *testing.T) {
 		{"NetworkNotAllowed", code.NetworkNotAllowed, action.CodeNetworkNotAllowed},
 		{"ExpressionBudget", code.ExpressionBudget, engine.CodeExpressionBudget},
 		{"Internal", code.Internal, mcpserver.CodeInternal},
+		{"RunNotFailed", code.RunNotFailed, engine.CodeRunNotFailed},
+		{"RunCompensated", code.RunCompensated, engine.CodeRunCompensated},
+		{"RunPaused", code.RunPaused, engine.CodeRunPaused},
+		{"StepNotFound", code.StepNotFound, engine.CodeStepNotFound},
+		{"WorkflowUnsupported", code.WorkflowUnsupported, engine.CodeUnsupported},
+		{"CategoryValidation", code.CategoryValidation, engine.CategoryValidation},
+		{"CategoryNotFound", code.CategoryNotFound, engine.CategoryNotFound},
+		{"CategoryConflict", code.CategoryConflict, engine.CategoryConflict},
+		{"CategoryExecution", code.CategoryExecution, engine.CategoryExecution},
+		{"CategoryAuth", code.CategoryAuth, engine.CategoryAuth},
+		{"CategoryInternal", code.CategoryInternal, engine.CategoryInternal},
+		{"EventRunCreated", code.EventRunCreated, engine.EventRunCreated},
+		{"EventRunStarted", code.EventRunStarted, engine.EventRunStarted},
+		{"EventRunPaused", code.EventRunPaused, engine.EventRunPaused},
+		{"EventRunContinued", code.EventRunContinued, engine.EventRunContinued},
+		{"EventRunResumed", code.EventRunResumed, engine.EventRunResumed},
+		{"EventRunSucceeded", code.EventRunSucceeded, engine.EventRunSucceeded},
+		{"EventRunFailed", code.EventRunFailed, engine.EventRunFailed},
+		{"EventRunCanceled", code.EventRunCanceled, engine.EventRunCanceled},
+		{"EventRunRetried", code.EventRunRetried, engine.EventRunRetried},
+		{"EventRunForked", code.EventRunForked, engine.EventRunForked},
+		{"EventRunHeld", code.EventRunHeld, engine.EventRunHeld},
+		{"EventRunUnheld", code.EventRunUnheld, engine.EventRunUnheld},
+		{"EventStepStarted", code.EventStepStarted, engine.EventStepStarted},
+		{"EventStepSucceeded", code.EventStepSucceeded, engine.EventStepSucceeded},
+		{"EventStepFailed", code.EventStepFailed, engine.EventStepFailed},
+		{"EventStepSkipped", code.EventStepSkipped, engine.EventStepSkipped},
+		{"EventStepAnswered", code.EventStepAnswered, engine.EventStepAnswered},
+		{"EventStepSleeping", code.EventStepSleeping, engine.EventStepSleeping},
+		{"EventStepRetrying", code.EventStepRetrying, engine.EventStepRetrying},
+		{"EventStepRepeating", code.EventStepRepeating, engine.EventStepRepeating},
+		{"EventStepTimedOut", code.EventStepTimedOut, engine.EventStepTimedOut},
+		{"EventChildStarted", code.EventChildStarted, engine.EventChildStarted},
+		{"EventPauseRefused", code.EventPauseRefused, engine.EventPauseRefused},
+		{"EventRunCompensating", code.EventRunCompensating, engine.EventRunCompensating},
+		{"EventCompensated", code.EventCompensated, engine.EventCompensated},
+		{"EventCompensationFail", code.EventCompensationFail, engine.EventCompensationFail},
+		{"EventHookSucceeded", code.EventHookSucceeded, engine.EventHookSucceeded},
+		{"EventHookFailed", code.EventHookFailed, engine.EventHookFailed},
+		{"SourceGiven", code.SourceGiven, engine.SourceGiven},
+		{"SourceEnv", code.SourceEnv, engine.SourceEnv},
+		{"SourceDefault", code.SourceDefault, engine.SourceDefault},
+		{"SourceNone", code.SourceNone, engine.SourceNone},
+		{"SourceMissing", code.SourceMissing, engine.SourceMissing},
+		{"DurabilityFull", code.DurabilityFull, sqlite.Full},
+		{"DurabilityNormal", code.DurabilityNormal, sqlite.Normal},
 	}
 	for _, p := range pairs {
 		if p.code != p.theirs {

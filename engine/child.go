@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"stepwise.dev/stepwise/code"
+
 	"github.com/google/uuid"
 
 	"stepwise.dev/stepwise/expr"
@@ -19,7 +21,7 @@ import (
 const maxDepth = 8
 
 // EventChildStarted: a workflow step started its child run.
-const EventChildStarted = "step.child_started"
+const EventChildStarted = code.EventChildStarted
 
 // childPoll is how often a parent looks at a child that runs in another
 // process; in this process the child's end wakes the parent at once.

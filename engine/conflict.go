@@ -5,13 +5,14 @@ import (
 	"errors"
 	"time"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/store"
 )
 
 // CodeRunBusy: a call read a run and committed a change to it, and the run
 // changed in between (another driver, answer or control committed) every
 // time it tried. The call changed nothing; it may be made again.
-const CodeRunBusy = "RUN_BUSY"
+const CodeRunBusy = code.RunBusy
 
 // conflictAttempts bounds how often one call reads a run again and retries
 // its commit after a conflict.

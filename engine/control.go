@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"stepwise.dev/stepwise/code"
+
 	"github.com/google/uuid"
 
 	"stepwise.dev/stepwise/store"
@@ -16,10 +18,10 @@ import (
 
 // Events of operator actions.
 const (
-	EventRunRetried = "run.retried"
-	EventRunForked  = "run.forked"
-	EventRunHeld    = "run.held"
-	EventRunUnheld  = "run.unheld"
+	EventRunRetried = code.EventRunRetried
+	EventRunForked  = code.EventRunForked
+	EventRunHeld    = code.EventRunHeld
+	EventRunUnheld  = code.EventRunUnheld
 )
 
 // RetryRun re-runs a failed run from the step that failed, optionally with

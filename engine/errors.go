@@ -4,47 +4,48 @@ import (
 	"errors"
 	"fmt"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/workflow"
 )
 
 // Error codes the engine returns. They are stable: surfaces map them to
 // their own error shapes (the MCP error data, CLI messages).
 const (
-	CodeInputInvalid     = "INPUT_INVALID"
-	CodeWorkflowInvalid  = "WORKFLOW_INVALID"
-	CodeAnswerInvalid    = "ANSWER_INVALID"
-	CodeTokenInvalid     = "TOKEN_INVALID"
-	CodeTokenExpired     = "TOKEN_EXPIRED"
-	CodeTokenAlreadyUsed = "TOKEN_ALREADY_USED"
-	CodeRunNotFound      = "RUN_NOT_FOUND"
-	CodeRunFinished      = "RUN_FINISHED"
-	CodeRunNotWaiting    = "RUN_NOT_WAITING"
-	CodeShuttingDown     = "SHUTTING_DOWN"
-	CodeSecretInClear    = "SECRET_IN_CLEAR"
-	CodeRunNotFailed     = "RUN_NOT_FAILED"
-	CodeRunCompensated   = "RUN_COMPENSATED"
-	CodeRunPaused        = "RUN_PAUSED"
-	CodeStepNotFound     = "STEP_NOT_FOUND"
-	CodeUnsupported      = "WORKFLOW_UNSUPPORTED"
+	CodeInputInvalid     = code.InputInvalid
+	CodeWorkflowInvalid  = code.WorkflowInvalid
+	CodeAnswerInvalid    = code.AnswerInvalid
+	CodeTokenInvalid     = code.TokenInvalid
+	CodeTokenExpired     = code.TokenExpired
+	CodeTokenAlreadyUsed = code.TokenAlreadyUsed
+	CodeRunNotFound      = code.RunNotFound
+	CodeRunFinished      = code.RunFinished
+	CodeRunNotWaiting    = code.RunNotWaiting
+	CodeShuttingDown     = code.ShuttingDown
+	CodeSecretInClear    = code.SecretInClear
+	CodeRunNotFailed     = code.RunNotFailed
+	CodeRunCompensated   = code.RunCompensated
+	CodeRunPaused        = code.RunPaused
+	CodeStepNotFound     = code.StepNotFound
+	CodeUnsupported      = code.WorkflowUnsupported
 	// CodePauseTimedOut: the pause a token names ended with its step's
 	// timeout; the step failed and the token continues nothing.
-	CodePauseTimedOut = "PAUSE_TIMED_OUT"
+	CodePauseTimedOut = code.PauseTimedOut
 	// CodeStepCrashed: a run's step failed because the process ended
 	// while it ran more often than the engine runs a step again
 	// (Config.MaxRecoveries). It is the code of the run's error, not an
 	// error a call returns.
-	CodeStepCrashed = "STEP_CRASHED"
+	CodeStepCrashed = code.StepCrashed
 )
 
 // Categories group error codes (validation | not_found | conflict |
 // execution | auth | internal).
 const (
-	CategoryValidation = "validation"
-	CategoryNotFound   = "not_found"
-	CategoryConflict   = "conflict"
-	CategoryExecution  = "execution"
-	CategoryAuth       = "auth"
-	CategoryInternal   = "internal"
+	CategoryValidation = code.CategoryValidation
+	CategoryNotFound   = code.CategoryNotFound
+	CategoryConflict   = code.CategoryConflict
+	CategoryExecution  = code.CategoryExecution
+	CategoryAuth       = code.CategoryAuth
+	CategoryInternal   = code.CategoryInternal
 )
 
 // Error is an error the caller can act on.

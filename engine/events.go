@@ -4,29 +4,31 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"stepwise.dev/stepwise/code"
 )
 
 // Event types.
 const (
-	EventRunCreated    = "run.created"
-	EventRunStarted    = "run.started"
-	EventRunPaused     = "run.paused"
-	EventRunContinued  = "run.continued"
-	EventRunResumed    = "run.resumed"
-	EventRunSucceeded  = "run.succeeded"
-	EventRunFailed     = "run.failed"
-	EventRunCanceled   = "run.canceled"
-	EventStepStarted   = "step.started"
-	EventStepSucceeded = "step.succeeded"
-	EventStepFailed    = "step.failed"
-	EventStepSkipped   = "step.skipped"
-	EventStepAnswered  = "step.answered"
+	EventRunCreated    = code.EventRunCreated
+	EventRunStarted    = code.EventRunStarted
+	EventRunPaused     = code.EventRunPaused
+	EventRunContinued  = code.EventRunContinued
+	EventRunResumed    = code.EventRunResumed
+	EventRunSucceeded  = code.EventRunSucceeded
+	EventRunFailed     = code.EventRunFailed
+	EventRunCanceled   = code.EventRunCanceled
+	EventStepStarted   = code.EventStepStarted
+	EventStepSucceeded = code.EventStepSucceeded
+	EventStepFailed    = code.EventStepFailed
+	EventStepSkipped   = code.EventStepSkipped
+	EventStepAnswered  = code.EventStepAnswered
 
-	EventRunCompensating  = "run.compensating"
-	EventCompensated      = "compensation.succeeded"
-	EventCompensationFail = "compensation.failed"
-	EventHookSucceeded    = "hook.succeeded"
-	EventHookFailed       = "hook.failed"
+	EventRunCompensating  = code.EventRunCompensating
+	EventCompensated      = code.EventCompensated
+	EventCompensationFail = code.EventCompensationFail
+	EventHookSucceeded    = code.EventHookSucceeded
+	EventHookFailed       = code.EventHookFailed
 )
 
 // Event is something that happened in a run, as published to subscribers

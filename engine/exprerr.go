@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 )
 
@@ -11,7 +12,7 @@ import (
 // would have allocated past the evaluation's memory ceiling
 // (expr.MemoryLimit). It is recorded with the failure (the run's error and
 // the step.failed event carry it as "code").
-const CodeExpressionBudget = "EXPRESSION_BUDGET"
+const CodeExpressionBudget = code.ExpressionBudget
 
 // failureCode classifies the error a step failed with: the code recorded
 // with the failure, or "" when it has none.

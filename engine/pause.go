@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/store"
@@ -21,8 +22,8 @@ import (
 
 // Pause kinds.
 const (
-	KindQuestion = "question"
-	KindAgent    = "agent"
+	KindQuestion = code.PauseQuestion
+	KindAgent    = code.PauseAgent
 )
 
 // Question is a question as shown to the person answering it (prompt and

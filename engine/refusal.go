@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/store"
 )
 
 // EventPauseRefused records that an answer to an open pause was refused
 // (a surface asked for it: an MCP task's input request is offered again
 // under a new key). Its data is a Refusal.
-const EventPauseRefused = "pause.refused"
+const EventPauseRefused = code.EventPauseRefused
 
 // Refusal counts the refused answers of one open pause, as recorded.
 type Refusal struct {

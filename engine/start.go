@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"stepwise.dev/stepwise/code"
+
 	"github.com/google/uuid"
 
 	"stepwise.dev/stepwise/secret"
@@ -122,15 +124,15 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 const (
 	// SourceGiven: the caller gave the value (for a secret, possibly as a
 	// $NAME reference to an environment variable).
-	SourceGiven = "given"
+	SourceGiven = code.SourceGiven
 	// SourceEnv: the input's env variable was set.
-	SourceEnv = "env"
+	SourceEnv = code.SourceEnv
 	// SourceDefault: the declared default.
-	SourceDefault = "default"
+	SourceDefault = code.SourceDefault
 	// SourceNone: an optional input without a value; it is null.
-	SourceNone = "none"
+	SourceNone = code.SourceNone
 	// SourceMissing: a required input without a value.
-	SourceMissing = "missing"
+	SourceMissing = code.SourceMissing
 )
 
 // InputResolution is the outcome of applying a workflow's input

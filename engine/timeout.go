@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -21,7 +22,7 @@ import (
 // of the call instead (runAction).
 
 // EventStepTimedOut: the timeout of a waiting step passed.
-const EventStepTimedOut = "step.timed_out"
+const EventStepTimedOut = code.EventStepTimedOut
 
 // stepTimeout is when the timeout of a step starting now ends; zero when
 // the step has none.

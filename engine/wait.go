@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
@@ -15,9 +16,9 @@ import (
 
 // Event types of durable waits.
 const (
-	EventStepSleeping  = "step.sleeping"
-	EventStepRetrying  = "step.retrying"
-	EventStepRepeating = "step.repeating"
+	EventStepSleeping  = code.EventStepSleeping
+	EventStepRetrying  = code.EventStepRetrying
+	EventStepRepeating = code.EventStepRepeating
 )
 
 // Defaults of retries and repeats.

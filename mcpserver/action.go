@@ -11,7 +11,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/clip"
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -39,7 +39,7 @@ func (s *Server) addActionTools() {
 		func(_ context.Context, _ *mcp.CallToolRequest, in ActionGetIn) (ActionGetOut, error) {
 			a, ok := s.svc.Actions.Get(in.Name)
 			if !ok {
-				return ActionGetOut{}, &engine.Error{Code: service.CodeActionNotFound, Category: engine.CategoryNotFound, Name: in.Name, Argument: "name",
+				return ActionGetOut{}, &service.Error{Code: service.CodeActionNotFound, Category: code.CategoryNotFound, Name: in.Name, Argument: "name",
 					Message: fmt.Sprintf("no action named %q", clip.Value(in.Name)), Suggestion: "find actions with action_search, or read " + uriActions}
 			}
 			return ActionGetOut{action.InfoOf(a)}, nil

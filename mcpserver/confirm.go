@@ -5,7 +5,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
+	"stepwise.dev/stepwise/service"
 )
 
 // Codes of destructive calls that were not confirmed.
@@ -38,7 +39,7 @@ func (s *Server) confirmDestructive(ctx context.Context, req *mcp.CallToolReques
 		if confirm {
 			return nil
 		}
-		return &engine.Error{Code: CodeConfirmationRequired, Category: engine.CategoryValidation, Argument: "confirm",
+		return &service.Error{Code: CodeConfirmationRequired, Category: code.CategoryValidation, Argument: "confirm",
 			Message:    "this would " + what + "; it needs the person's confirmation",
 			Suggestion: "ask the person; if they agree, call again with confirm: true"}
 	}
@@ -65,7 +66,7 @@ func confirmedBy(res *mcp.ElicitResult, what string) error {
 	if res != nil && res.Action == "accept" && res.Content["confirm"] == true {
 		return nil
 	}
-	return &engine.Error{Code: CodeConfirmationDeclined, Category: engine.CategoryValidation, Argument: "confirm",
+	return &service.Error{Code: CodeConfirmationDeclined, Category: code.CategoryValidation, Argument: "confirm",
 		Message:    "the person did not confirm: nothing was changed (" + what + ")",
 		Suggestion: "do not retry unless the person asks for it"}
 }

@@ -8,10 +8,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 // maxElicitRounds bounds how many questions one tool call asks the person
@@ -55,23 +54,23 @@ func (s *Server) decodeState(state string) (elicitState, error) {
 // sub, opened before the action that set the run going, carries the events
 // for progress notifications.
 func (s *Server) await(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool) (RunResult, error) {
-	return s.awaitAsking(ctx, req, sub, runID, wait, elicit, "", engine.ContinueResult{})
+	return s.awaitAsking(ctx, req, sub, runID, wait, elicit, "", service.ContinueResult{})
 }
 
 // awaitAsking is await where problem says what was wrong with the answer
 // the person gave last (to tell them when asking again), and continued is
 // the Continue the wait follows, if any.
-func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool, problem string, continued engine.ContinueResult) (RunResult, error) {
+func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub *service.Subscription, runID string, wait time.Duration, elicit bool, problem string, continued service.ContinueResult) (RunResult, error) {
 	p := s.progress(ctx, req, runID)
 	defer p.end()
 	for round := 0; ; round++ {
 		v, err := s.svc.AwaitContinued(ctx, runID, continued, wait, sub, p.onEvent())
-		continued = engine.ContinueResult{} // later rounds follow an elicited answer
+		continued = service.ContinueResult{} // later rounds follow an elicited answer
 		if err != nil {
 			return RunResult{}, err
 		}
 		res := s.runResult(s.withFailedSteps(ctx, v))
-		if !elicit || round >= maxElicitRounds || v.Status != store.StatusWaiting || v.Pause == nil || req.Session == nil {
+		if !elicit || round >= maxElicitRounds || v.Status != code.StatusWaiting || v.Pause == nil || req.Session == nil {
 			return res, nil
 		}
 		answered, p, err := s.elicit(ctx, req, runID, v.Pause, wait, problem)
@@ -87,9 +86,9 @@ func (s *Server) awaitAsking(ctx context.Context, req *mcp.CallToolRequest, sub 
 
 // elicitMode tells how the client can put a pause before the person:
 // "form", "url" (secrets, over HTTP) or "" (not at all).
-func (s *Server) elicitMode(req *mcp.CallToolRequest, p *engine.Pause) string {
+func (s *Server) elicitMode(req *mcp.CallToolRequest, p *service.Pause) string {
 	c := req.ClientCapabilities()
-	if p.Kind != engine.KindQuestion || c == nil || c.Elicitation == nil {
+	if p.Kind != code.PauseQuestion || c == nil || c.Elicitation == nil {
 		return ""
 	}
 	caps := c.Elicitation
@@ -119,7 +118,7 @@ func legacy(req *mcp.CallToolRequest) bool {
 // elicit asks the person for a pause's answer. It reports whether the run
 // got an answer; problem is what was wrong with an answer that was refused
 // (to say when asking again).
-func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, root string, p *engine.Pause, wait time.Duration, problem string) (bool, string, error) {
+func (s *Server) elicit(ctx context.Context, req *mcp.CallToolRequest, root string, p *service.Pause, wait time.Duration, problem string) (bool, string, error) {
 	mode := s.elicitMode(req, p)
 	if mode == "" {
 		return false, "", nil
@@ -178,12 +177,12 @@ func (s *Server) resumeElicitation(ctx context.Context, req *mcp.CallToolRequest
 		// Declined or canceled: the pause goes to the agent.
 		return s.await(ctx, req, sub, st.Root, 0, false)
 	}
-	return s.awaitAsking(ctx, req, sub, st.Root, wait, true, problem, engine.ContinueResult{})
+	return s.awaitAsking(ctx, req, sub, st.Root, wait, true, problem, service.ContinueResult{})
 }
 
 // applyElicit continues the run with what the person gave. Declining or
 // canceling leaves the run waiting.
-func (s *Server) applyElicit(ctx context.Context, req *mcp.CallToolRequest, st elicitState, p *engine.Pause, res *mcp.ElicitResult, wait time.Duration) (bool, string, error) {
+func (s *Server) applyElicit(ctx context.Context, req *mcp.CallToolRequest, st elicitState, p *service.Pause, res *mcp.ElicitResult, wait time.Duration) (bool, string, error) {
 	if res == nil || res.Action != "accept" {
 		if st.Page != "" {
 			s.secrets.close(st.Page)
@@ -201,8 +200,8 @@ func (s *Server) applyElicit(ctx context.Context, req *mcp.CallToolRequest, st e
 	}
 	value := fromForm(p, res.Content)
 	if _, err := s.svc.Continue(ctx, st.Token, value); err != nil {
-		var ee *engine.Error
-		if errors.As(err, &ee) && ee.Code == engine.CodeAnswerInvalid {
+		var ee *service.Error
+		if errors.As(err, &ee) && ee.Code == code.AnswerInvalid {
 			return true, ee.Error(), nil // ask again, saying what was wrong
 		}
 		if errors.As(err, &ee) {
@@ -213,7 +212,7 @@ func (s *Server) applyElicit(ctx context.Context, req *mcp.CallToolRequest, st e
 	return true, "", nil
 }
 
-func questionMessage(p *engine.Pause, problem string) string {
+func questionMessage(p *service.Pause, problem string) string {
 	msg := p.Prompt
 	if p.Title != "" && msg == "" {
 		msg = p.Title
@@ -230,7 +229,7 @@ func questionMessage(p *engine.Pause, problem string) string {
 // formSchema is the elicitation schema of a question: one property
 // "value", or one per field of a form. ok is false for what a form cannot
 // express (objects, lists that are not multi-choice).
-func formSchema(p *engine.Pause) (map[string]any, bool) {
+func formSchema(p *service.Pause) (map[string]any, bool) {
 	props := map[string]any{}
 	var required []string
 	if len(p.Fields) == 0 {
@@ -261,7 +260,7 @@ func formSchema(p *engine.Pause) (map[string]any, bool) {
 	return schema, true
 }
 
-func fieldSchema(q engine.Question) (map[string]any, bool) {
+func fieldSchema(q service.Question) (map[string]any, bool) {
 	prop := map[string]any{}
 	if q.Prompt != "" {
 		prop["title"] = q.Prompt
@@ -314,7 +313,7 @@ func fieldSchema(q engine.Question) (map[string]any, bool) {
 	return prop, true
 }
 
-func choiceTexts(q engine.Question) []string {
+func choiceTexts(q service.Question) []string {
 	out := make([]string, len(q.Choices))
 	for i, c := range q.Choices {
 		out[i] = expr.Text(c.Value)
@@ -324,7 +323,7 @@ func choiceTexts(q engine.Question) []string {
 
 // fromForm turns an elicitation's content back into the question's value:
 // choices by their text back to their values.
-func fromForm(p *engine.Pause, content map[string]any) any {
+func fromForm(p *service.Pause, content map[string]any) any {
 	if len(p.Fields) == 0 {
 		v, ok := content["value"]
 		if !ok {
@@ -341,7 +340,7 @@ func fromForm(p *engine.Pause, content map[string]any) any {
 	return out
 }
 
-func typed(q engine.Question, v any) any {
+func typed(q service.Question, v any) any {
 	back := func(x any) any {
 		t := expr.Text(x)
 		for _, c := range q.Choices {

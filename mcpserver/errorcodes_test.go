@@ -22,12 +22,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/action"
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/generate"
 	"stepwise.dev/stepwise/secret"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 // cliWording is a CLI command in a text: "stepwise " and a subcommand.
@@ -185,10 +184,10 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		t.Errorf("not found names no closest: %+v", te)
 	}
 	expect(service.CodeUnsafeName, "workflow_get", map[string]any{"name": "../etc"})
-	expect(engine.CodeWorkflowInvalid, "run_start", map[string]any{"definition": "version: 1\nname: bad\nsteps:\n  - {id: a, uses: nope}\n"})
-	expect(engine.CodeInputInvalid, "run_start", map[string]any{"workflow": "greet", "inputs": map[string]any{"nope": 1}})
-	expect(engine.CodeRunNotFound, "run_get", map[string]any{"run_id": "nope"})
-	expect(engine.CodeUnsupported, "run_start", map[string]any{"definition": unsupportedWorkflow})
+	expect(code.WorkflowInvalid, "run_start", map[string]any{"definition": "version: 1\nname: bad\nsteps:\n  - {id: a, uses: nope}\n"})
+	expect(code.InputInvalid, "run_start", map[string]any{"workflow": "greet", "inputs": map[string]any{"nope": 1}})
+	expect(code.RunNotFound, "run_get", map[string]any{"run_id": "nope"})
+	expect(code.WorkflowUnsupported, "run_start", map[string]any{"definition": unsupportedWorkflow})
 	expect(service.CodeActionNotFound, "action_get", map[string]any{"name": "nope"})
 	expect("SCHEMA_UNSUPPORTED", "workflow_generate", map[string]any{"schema": map[string]any{"type": "string"}})
 	expect("PATTERN_INVALID", "workflow_list", map[string]any{"pattern": "[a"})
@@ -199,14 +198,14 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		t.Fatalf("greet did not pause: %+v", r)
 	}
 	tok := r.Pause.Token
-	expect(engine.CodeAnswerInvalid, "run_continue", map[string]any{"token": tok, "value": "lower"})
-	expect(engine.CodeTokenInvalid, "run_continue", map[string]any{"token": "garbage"})
-	expect(engine.CodeStepNotFound, "run_fork", map[string]any{"run_id": r.RunID, "from_step": "nope"})
-	expect(engine.CodeRunNotFailed, "run_retry", map[string]any{"run_id": r.RunID})
+	expect(code.AnswerInvalid, "run_continue", map[string]any{"token": tok, "value": "lower"})
+	expect(code.TokenInvalid, "run_continue", map[string]any{"token": "garbage"})
+	expect(code.StepNotFound, "run_fork", map[string]any{"run_id": r.RunID, "from_step": "nope"})
+	expect(code.RunNotFailed, "run_retry", map[string]any{"run_id": r.RunID})
 	if call(t, cs, "run_pause", map[string]any{"run_id": r.RunID}, nil) {
 		t.Fatal("run_pause failed")
 	}
-	expect(engine.CodeRunPaused, "run_continue", map[string]any{"token": tok, "value": "Ada"})
+	expect(code.RunPaused, "run_continue", map[string]any{"token": tok, "value": "Ada"})
 	if call(t, cs, "run_resume", map[string]any{"run_id": r.RunID, "wait_seconds": 0}, nil) {
 		t.Fatal("run_resume failed")
 	}
@@ -214,18 +213,18 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	if call(t, cs, "run_continue", map[string]any{"token": tok, "value": "Ada", "wait_seconds": 30}, &next) {
 		t.Fatalf("continue: %+v", next)
 	}
-	expect(engine.CodeTokenAlreadyUsed, "run_continue", map[string]any{"token": tok, "value": "Ada"})
+	expect(code.TokenAlreadyUsed, "run_continue", map[string]any{"token": tok, "value": "Ada"})
 	if call(t, cs, "run_cancel", map[string]any{"run_id": r.RunID}, nil) {
 		t.Fatal("run_cancel failed")
 	}
-	expect(engine.CodeRunFinished, "run_cancel", map[string]any{"run_id": r.RunID})
+	expect(code.RunFinished, "run_cancel", map[string]any{"run_id": r.RunID})
 
 	// An expired token: the clock moves past its lifetime.
 	r2 := start(map[string]any{"workflow": "greet", "wait_seconds": 30})
 	mu.Lock()
 	now = now.Add(48 * time.Hour)
 	mu.Unlock()
-	expect(engine.CodeTokenExpired, "run_continue", map[string]any{"token": r2.Pause.Token, "value": "Ada"})
+	expect(code.TokenExpired, "run_continue", map[string]any{"token": r2.Pause.Token, "value": "Ada"})
 
 	// A question whose timeout passes before the answer: the clock moves
 	// past it and the timer loop (which polls at least every 2 s) ends it.
@@ -249,21 +248,21 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	expect(engine.CodePauseTimedOut, "run_continue", map[string]any{"token": tq.Pause.Token, "value": "late"})
+	expect(code.PauseTimedOut, "run_continue", map[string]any{"token": tq.Pause.Token, "value": "late"})
 
 	// A secret question answered in clear through the agent.
 	v := start(map[string]any{"workflow": "vault", "wait_seconds": 30})
 	if v.Pause == nil {
 		t.Fatalf("vault did not pause: %+v", v)
 	}
-	expect(engine.CodeSecretInClear, "run_continue", map[string]any{"token": v.Pause.Token, "value": "hunter2-in-clear"})
+	expect(code.SecretInClear, "run_continue", map[string]any{"token": v.Pause.Token, "value": "hunter2-in-clear"})
 
 	// A failed run whose completed step was compensated cannot be retried.
 	u := start(map[string]any{"definition": compensatedWorkflow, "wait_seconds": 30})
 	if u.Status != "failed" {
 		t.Fatalf("undo: %+v", u)
 	}
-	expect(engine.CodeRunCompensated, "run_retry", map[string]any{"run_id": u.RunID})
+	expect(code.RunCompensated, "run_retry", map[string]any{"run_id": u.RunID})
 
 	// The library.
 	greet, err := os.ReadFile(filepath.Join("testdata", "greet.yaml"))
@@ -337,12 +336,12 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		{CodeInternal, errors.New("disk on fire")},
 		{CodeCanceled, context.Canceled},
 		{CodeCanceled, context.DeadlineExceeded},
-		{engine.CodeShuttingDown, shuttingDown(t)},
-		{engine.CodeRunBusy, &engine.Error{Code: engine.CodeRunBusy, Category: engine.CategoryConflict, RunID: "run-1", Retryable: true,
-			Message: "cancel: the run kept changing", Err: store.ErrConflict}},
+		{code.ShuttingDown, shuttingDown(t)},
+		{code.RunBusy, &service.Error{Code: code.RunBusy, Category: code.CategoryConflict, RunID: "run-1", Retryable: true,
+			Message: "cancel: the run kept changing", Err: service.ErrConflict}},
 		{"FILTER_INVALID", filterInvalid(t, e)},
 		{"ACTION_UNDESCRIBED", undescribed(t, e)},
-		{engine.CodeExpressionBudget, budgetError(t)},
+		{code.ExpressionBudget, budgetError(t)},
 		{CodeResultTooLarge, resultTooLarge("run_list", maxResultBytes+1, paging["run_list"].arg, paging["run_list"].hint)},
 	} {
 		te := toolError(log, "some_tool", c.err)
@@ -354,11 +353,11 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	}
 
 	// Declared but never returned.
-	got[engine.CodeRunNotWaiting] = true
+	got[code.RunNotWaiting] = true
 	// A failed run's error.code (run_get), never a call's error: the
 	// process ended too often while a step ran (cmd/stepwise
 	// TestCrashLoopEndsWithStepCrashed).
-	got[engine.CodeStepCrashed] = true
+	got[code.StepCrashed] = true
 	// An answers file's error: only the CLI checks answers given ahead.
 	got[service.CodeAnswerStepUnknown] = true
 	for _, code := range codesInSource(t) {
@@ -386,7 +385,7 @@ func shuttingDown(t *testing.T) error {
 // checks let through (the tool checks status and age first).
 func filterInvalid(t *testing.T, e *env) error {
 	_, err := e.svc.PurgeRuns(context.Background(), service.PurgeFilter{Keep: -1})
-	if engine.CodeOf(err) != "FILTER_INVALID" {
+	if service.CodeOf(err) != "FILTER_INVALID" {
 		t.Fatalf("purge with keep -1: %v", err)
 	}
 	return err
@@ -407,7 +406,7 @@ func (bareAction) Run(context.Context, action.Call) (any, error) {
 func undescribed(t *testing.T, e *env) error {
 	e.svc.Actions.Register(bareAction{})
 	_, err := e.svc.GenerateWorkflow(nil, "bare", generate.Options{})
-	if engine.CodeOf(err) != "ACTION_UNDESCRIBED" {
+	if service.CodeOf(err) != "ACTION_UNDESCRIBED" {
 		t.Fatalf("generate from bare: %v", err)
 	}
 	return err

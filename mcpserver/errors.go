@@ -14,7 +14,7 @@ import (
 
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/clip"
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
@@ -74,7 +74,7 @@ type ErrorContext struct {
 // Error codes of the MCP surface itself (the engine and service have theirs).
 const (
 	CodeArgumentsInvalid = service.CodeArgumentsInvalid
-	CodeInternal         = "INTERNAL"
+	CodeInternal         = code.Internal
 	CodeCanceled         = "CANCELED"
 	// CodeShellRefused is the shell policy's code: the service refuses a
 	// run whose commands the server does not allow (run_start, wf_ tools,
@@ -86,7 +86,7 @@ const (
 // argumentsError is a call whose arguments do not fit the tool; arg names
 // the argument at fault ("" when violations say which).
 func argumentsError(arg, msg string, vs ...workflow.Violation) error {
-	return &engine.Error{Code: CodeArgumentsInvalid, Category: engine.CategoryValidation, Argument: arg, Message: msg, Violations: vs,
+	return &service.Error{Code: CodeArgumentsInvalid, Category: code.CategoryValidation, Argument: arg, Message: msg, Violations: vs,
 		Suggestion: "fix the arguments as the tool's input schema says and call again"}
 }
 
@@ -94,7 +94,7 @@ func argumentsError(arg, msg string, vs ...workflow.Violation) error {
 // its correlation id. Internal errors keep their detail in the log only.
 func toolError(log *slog.Logger, tool string, err error) *ToolError {
 	te := &ToolError{CorrelationID: uuid.Must(uuid.NewV7()).String(), Context: ErrorContext{Tool: tool}}
-	var ee *engine.Error
+	var ee *service.Error
 	var be *expr.BudgetError
 	switch {
 	case errors.As(err, &ee):
@@ -104,23 +104,23 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 		te.Context.Workflow, te.Context.CurrentVersion, te.Context.CurrentRevision = ee.Workflow, ee.CurrentVersion, ee.CurrentRevision
 		te.Context.Name, te.Context.Argument, te.Context.Closest = ee.Name, ee.Argument, ee.Closest
 		if te.Category == "" {
-			te.Category = engine.CategoryInternal
+			te.Category = code.CategoryInternal
 		}
-		if ee.Code == engine.CodeShuttingDown {
+		if ee.Code == code.ShuttingDown {
 			te.Retryable = true
 		}
 	case errors.As(err, &be):
-		te.ErrorCode, te.Category, te.Message = engine.CodeExpressionBudget, engine.CategoryExecution, err.Error()
+		te.ErrorCode, te.Category, te.Message = code.ExpressionBudget, code.CategoryExecution, err.Error()
 		te.SuggestedAction = "make the expression build less: it may not allocate more than the evaluation's memory limit"
 		te.Context.Name = be.What
 	case errors.Is(err, context.Canceled):
-		te.ErrorCode, te.Category, te.Message, te.Retryable = CodeCanceled, engine.CategoryExecution, "the call was canceled", true
+		te.ErrorCode, te.Category, te.Message, te.Retryable = CodeCanceled, code.CategoryExecution, "the call was canceled", true
 		te.SuggestedAction = "call again if it is still wanted; a run it started goes on (run_list shows it)"
 	case errors.Is(err, context.DeadlineExceeded):
-		te.ErrorCode, te.Category, te.Message, te.Retryable = CodeCanceled, engine.CategoryExecution, "the call ran out of time", true
+		te.ErrorCode, te.Category, te.Message, te.Retryable = CodeCanceled, code.CategoryExecution, "the call ran out of time", true
 		te.SuggestedAction = "call again if it is still wanted; a run it started goes on (run_list shows it)"
 	default:
-		te.ErrorCode, te.Category, te.Retryable = CodeInternal, engine.CategoryInternal, true
+		te.ErrorCode, te.Category, te.Retryable = CodeInternal, code.CategoryInternal, true
 		te.Message = "internal error: " + err.Error()
 		te.SuggestedAction = "retry; if it persists, report the correlation id"
 	}
@@ -133,7 +133,7 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 	}
 	boundError(te)
 	level := slog.LevelInfo
-	if te.Category == engine.CategoryInternal {
+	if te.Category == code.CategoryInternal {
 		level = slog.LevelError
 	}
 	log.Log(context.Background(), level, "tool error", "tool", tool, "error_code", te.ErrorCode, "correlation_id", te.CorrelationID, "error", clip.Words(err.Error(), maxMessageBytes))
@@ -150,12 +150,12 @@ func promptError(log *slog.Logger, prompt string, err error) error {
 	}
 	te := toolError(log, "", err)
 	te.Context.Prompt = prompt
-	code := int64(jsonrpc.CodeInvalidParams)
-	if te.Category == engine.CategoryInternal {
-		code = jsonrpc.CodeInternalError
+	rpcCode := int64(jsonrpc.CodeInvalidParams)
+	if te.Category == code.CategoryInternal {
+		rpcCode = jsonrpc.CodeInternalError
 	}
 	data, _ := json.Marshal(te)
-	return &jsonrpc.Error{Code: code, Message: te.ErrorCode + ": " + te.Message, Data: data}
+	return &jsonrpc.Error{Code: rpcCode, Message: te.ErrorCode + ": " + te.Message, Data: data}
 }
 
 // errorResult is the tool result of a ToolError: isError, the structure,
@@ -189,45 +189,45 @@ func errorResult(te *ToolError) *mcp.CallToolResult {
 // arguments an agent calls next, chosen by the error's code. The engine's
 // and the service's suggestions name no surface; codes whose next step is
 // a tool are worded here, the others keep the neutral suggestion.
-func nextStep(e *engine.Error) string {
+func nextStep(e *service.Error) string {
 	switch e.Code {
-	case engine.CodeRunNotFound:
+	case code.RunNotFound:
 		return "list runs with run_list and use a run_id from it"
-	case engine.CodeRunFinished:
+	case code.RunFinished:
 		return "read its outputs or error with run_get; to run it again, call run_retry (a failed run), run_fork or run_start"
-	case engine.CodeRunNotFailed:
+	case code.RunNotFailed:
 		return "call run_fork from a step to run it again, or run_start for a new run"
-	case engine.CodeRunCompensated:
+	case code.RunCompensated:
 		return "call run_fork with from_step its first step"
-	case engine.CodeRunPaused:
+	case code.RunPaused:
 		return "call run_resume, then run_continue with the same token"
-	case engine.CodeRunBusy:
+	case code.RunBusy:
 		return "call run_get to see where the run is now, then make the call again"
-	case engine.CodeStepNotFound:
+	case code.StepNotFound:
 		return "call run_fork again with from_step one of the top-level steps the message lists (run_get shows the run's steps)"
-	case engine.CodeTokenExpired:
+	case code.TokenExpired:
 		if e.RunID != "" {
 			return "call run_get {\"run_id\": \"" + e.RunID + "\"} for the pause's fresh token, then run_continue with it"
 		}
 		return "call run_get for the pause's fresh token, then run_continue with it"
-	case engine.CodeTokenInvalid:
+	case code.TokenInvalid:
 		return "call run_continue with the token exactly as returned; run_get shows the run's open pause and its token"
-	case engine.CodePauseTimedOut:
+	case code.PauseTimedOut:
 		return "read the run with run_get: the step failed with its timeout; run_retry runs a failed run again from that step"
-	case engine.CodeTokenAlreadyUsed:
+	case code.TokenAlreadyUsed:
 		return "read the run's current state with run_get"
-	case engine.CodeAnswerInvalid:
+	case code.AnswerInvalid:
 		return "fix the listed problems and call run_continue again with the same token"
-	case engine.CodeSecretInClear:
+	case code.SecretInClear:
 		if e.RunID != "" {
 			return "call run_continue with value \"$NAME\", an environment variable of the server, or let the person answer: the one-time secret page (secret_url) or a terminal on the server's machine"
 		}
-	case engine.CodeInputInvalid:
+	case code.InputInvalid:
 		if e.RunID != "" {
 			return "fix the listed inputs and call run_retry or run_fork again with them"
 		}
 		return "fix the listed inputs and call again (workflow_get lists the workflow's inputs)"
-	case engine.CodeWorkflowInvalid:
+	case code.WorkflowInvalid:
 		return "fix the listed violations and call again (workflow_validate checks a definition; workflow_save with draft: true keeps one that is not valid yet)"
 	case service.CodeNotFound:
 		return "list the library with workflow_list (include_drafts for drafts) and use a name from it"

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestToolErrorExpressionBudget(t *testing.T) {
 	_, err := expr.Eval(`len(repeat(repeat("x", 100000), 100000))`, nil)
 	te := toolError(slog.New(slog.DiscardHandler), "workflow_plan", fmt.Errorf("plan: %w", err))
-	if te.ErrorCode != engine.CodeExpressionBudget || te.Category != engine.CategoryExecution || te.Retryable {
-		t.Fatalf("tool error %+v, want %s (execution, not retryable)", te, engine.CodeExpressionBudget)
+	if te.ErrorCode != code.ExpressionBudget || te.Category != code.CategoryExecution || te.Retryable {
+		t.Fatalf("tool error %+v, want %s (execution, not retryable)", te, code.ExpressionBudget)
 	}
 }

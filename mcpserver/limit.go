@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/clip"
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
@@ -52,11 +52,11 @@ var paging = map[string]struct{ arg, hint string }{
 
 // resultTooLarge is the error of a result of size bytes that is over the
 // ceiling; arg names the argument that makes it smaller, if any.
-func resultTooLarge(what string, size int, arg, hint string) *engine.Error {
+func resultTooLarge(what string, size int, arg, hint string) *service.Error {
 	if hint == "" {
 		hint = "ask for less: use the tool's paging or filtering arguments, or read the matching resource"
 	}
-	return &engine.Error{Code: CodeResultTooLarge, Category: engine.CategoryValidation, Argument: arg,
+	return &service.Error{Code: CodeResultTooLarge, Category: code.CategoryValidation, Argument: arg,
 		Message:    fmt.Sprintf("the result of %s would be %d bytes, over the %d bytes a result may hold", what, size, maxResultBytes),
 		Suggestion: hint}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -81,7 +81,7 @@ func planNext(p *service.Plan, in WorkflowPlanIn) string {
 	}
 	var invalid []string
 	for _, i := range p.Inputs {
-		if !i.Valid && i.Source != engine.SourceMissing && len(i.Problems) > 0 {
+		if !i.Valid && i.Source != code.SourceMissing && len(i.Problems) > 0 {
 			invalid = append(invalid, i.Name)
 		}
 	}

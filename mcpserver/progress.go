@@ -9,7 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
+	"stepwise.dev/stepwise/service"
 )
 
 // defaultProgressEvery is how often a caller that asked for progress hears
@@ -58,7 +59,7 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest, runID s
 }
 
 // onEvent is the Watch callback (nil when p is nil: no reports).
-func (p *progressReporter) onEvent() func(engine.Event) {
+func (p *progressReporter) onEvent() func(service.Event) {
 	if p == nil {
 		return nil
 	}
@@ -72,18 +73,18 @@ func (p *progressReporter) end() {
 	}
 }
 
-func (p *progressReporter) event(ev engine.Event) {
+func (p *progressReporter) event(ev service.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch ev.Type {
-	case engine.EventStepStarted:
+	case code.EventStepStarted:
 		if _, ok := p.running[ev.StepID]; ok {
 			return // published when it began and again when committed
 		}
 		p.running[ev.StepID] = time.Now()
 		p.beats++
 		p.send(fmt.Sprintf("step %s started%s", ev.StepID, p.of(p.ended+1)))
-	case engine.EventStepSucceeded, engine.EventStepFailed, engine.EventStepSkipped:
+	case code.EventStepSucceeded, code.EventStepFailed, code.EventStepSkipped:
 		delete(p.running, ev.StepID)
 		p.ended++
 		p.beats = 0
@@ -91,10 +92,10 @@ func (p *progressReporter) event(ev engine.Event) {
 			p.total = 0 // the count was wrong: say nothing rather than more than all
 		}
 		p.send(fmt.Sprintf("step %s %s%s", ev.StepID, strings.TrimPrefix(ev.Type, "step."), p.of(p.ended)))
-	case engine.EventStepRetrying:
+	case code.EventStepRetrying:
 		p.beats++
 		p.send("step " + ev.StepID + " failed; retrying")
-	case engine.EventRunPaused:
+	case code.EventRunPaused:
 		p.beats++
 		p.send("run paused")
 	}

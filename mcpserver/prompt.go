@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/docs"
-	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -215,7 +215,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 			}
 		}
 	case p.Argument.Name == "run_id" && p.Ref.Type == "ref/resource":
-		runs, _, err := s.svc.ListRuns(ctx, store.RunFilter{Limit: 200})
+		runs, _, err := s.svc.ListRuns(ctx, service.RunFilter{Limit: 200})
 		if err != nil {
 			return nil, err
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -23,7 +23,7 @@ type RunPurgeIn struct {
 
 // RunPurgeOut is run_purge's result: how many records were deleted.
 type RunPurgeOut struct {
-	store.PurgeResult
+	service.PurgeResult
 }
 
 // Summary implements summarizer.
@@ -92,7 +92,7 @@ func purgeWhat(n int, in RunPurgeIn) string {
 		b.WriteString(" of " + in.Workflow)
 	}
 	if in.Status != "" {
-		b.WriteString(" that " + map[string]string{store.StatusSucceeded: "succeeded", store.StatusFailed: "failed", store.StatusCanceled: "were canceled"}[in.Status])
+		b.WriteString(" that " + map[string]string{code.StatusSucceeded: "succeeded", code.StatusFailed: "failed", code.StatusCanceled: "were canceled"}[in.Status])
 	}
 	if in.OlderThan != "" {
 		b.WriteString(", finished more than " + in.OlderThan + " ago,")

@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 // testClock is a settable clock for the service under test.
@@ -121,7 +120,7 @@ func TestRunPurgeWithoutElicitationNeedsConfirm(t *testing.T) {
 		t.Fatalf("confirmed purge failed: %+v", out)
 	}
 	// One step each; the version stays (the recent run uses it).
-	want := RunPurgeOut{store.PurgeResult{Runs: 2, Steps: 2, Attempts: attempts, Events: events}}
+	want := RunPurgeOut{service.PurgeResult{Runs: 2, Steps: 2, Attempts: attempts, Events: events}}
 	if out != want || events < 6 {
 		t.Errorf("counts %+v, want %+v", out, want)
 	}
@@ -129,7 +128,7 @@ func TestRunPurgeWithoutElicitationNeedsConfirm(t *testing.T) {
 	f.wantStored(t, cs, append(f.recent, f.greet...), true)
 
 	// Nothing left to match: zeros, no confirmation needed.
-	out = RunPurgeOut{store.PurgeResult{Runs: -1}}
+	out = RunPurgeOut{service.PurgeResult{Runs: -1}}
 	if call(t, cs, "run_purge", map[string]any{"older_than": "30d"}, &out) || out != (RunPurgeOut{}) {
 		t.Fatalf("purge of nothing: %+v", out)
 	}

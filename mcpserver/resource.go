@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/docs"
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -205,12 +205,12 @@ func (s *subscriptions) watched(uri string) bool {
 
 // pumpEvents turns the engine's events into resources/updated
 // notifications for subscribed run resources (and their parents').
-func (s *Server) pumpEvents(ctx context.Context, events <-chan engine.Event, stop func()) {
+func (s *Server) pumpEvents(ctx context.Context, events <-chan service.Event, stop func()) {
 	defer stop()
-	engine.Consume(ctx, events, func(ev engine.Event) { s.notifyRun(ctx, ev) })
+	service.Consume(ctx, events, func(ev service.Event) { s.notifyRun(ctx, ev) })
 }
 
-func (s *Server) notifyRun(ctx context.Context, ev engine.Event) {
+func (s *Server) notifyRun(ctx context.Context, ev service.Event) {
 	if ev.Seq == 0 {
 		return // step.started is published before it is recorded
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 // RunStartIn are run_start's arguments.
@@ -110,7 +110,7 @@ func (s *Server) waitFor(w *float64, def time.Duration) (time.Duration, error) {
 	return min(time.Duration(*w*float64(time.Second)), maxWait), nil
 }
 
-var runStatuses = []string{store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusPaused, store.StatusSucceeded, store.StatusFailed, store.StatusCanceled}
+var runStatuses = []string{code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused, code.StatusSucceeded, code.StatusFailed, code.StatusCanceled}
 
 func (s *Server) addRunTools() {
 	addTool(s, &mcp.Tool{Name: "run_start", Meta: runAppToolMeta(), Title: "Start a run",
@@ -184,7 +184,7 @@ func (s *Server) addRunTools() {
 		Description: "Runs, newest first, optionally of one workflow or status. Returns {runs, next_cursor}.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunListIn) (RunListOut, error) {
-			f := store.RunFilter{Workflow: in.Workflow, Cursor: in.Cursor, Limit: in.Limit}
+			f := service.RunFilter{Workflow: in.Workflow, Cursor: in.Cursor, Limit: in.Limit}
 			if f.Limit <= 0 {
 				f.Limit = 20
 			}

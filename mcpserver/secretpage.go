@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/expr"
 	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
@@ -40,7 +40,7 @@ type secretPages struct {
 
 type secretPage struct {
 	id    string
-	pause engine.Pause
+	pause service.Pause
 	done  chan struct{}
 	ended bool
 }
@@ -50,7 +50,7 @@ func newSecretPages() *secretPages {
 }
 
 // open returns the page of a pause, creating it the first time.
-func (sp *secretPages) open(p *engine.Pause, base string) (id, link string) {
+func (sp *secretPages) open(p *service.Pause, base string) (id, link string) {
 	if sp.db != nil {
 		id, err := sp.dbOpen(p)
 		if err == nil {
@@ -171,7 +171,7 @@ func (sp *secretPages) wait(ctx context.Context, id string, d time.Duration) boo
 
 // secretURL is the one-time page of a secret pause, or "" when the server
 // serves no HTTP.
-func (s *Server) secretURL(p *engine.Pause) string {
+func (s *Server) secretURL(p *service.Pause) string {
 	if s.opts.BaseURL == "" {
 		return ""
 	}
@@ -181,7 +181,7 @@ func (s *Server) secretURL(p *engine.Pause) string {
 
 // SecretURL is the one-time page where the secret question of pause p
 // is answered, or "" when the server serves no HTTP.
-func (s *Server) SecretURL(p *engine.Pause) string { return s.secretURL(p) }
+func (s *Server) SecretURL(p *service.Pause) string { return s.secretURL(p) }
 
 // SecretHandler serves /secrets/{id}: GET shows the form, POST takes the
 // value, seals it (the engine does) and continues the run.
@@ -223,12 +223,12 @@ func (s *Server) SecretHandler() http.Handler {
 				return
 			}
 			_, err := s.svc.Continue(r.Context(), pg.pause.Token, value)
-			var ee *engine.Error
+			var ee *service.Error
 			switch {
 			case err == nil:
 				s.secrets.complete(id)
 				_ = pageTmpl().Execute(w, pageData{Done: "Received. stepwise continues the run; you can close this page."})
-			case errors.As(err, &ee) && ee.Code == engine.CodeAnswerInvalid:
+			case errors.As(err, &ee) && ee.Code == code.AnswerInvalid:
 				w.WriteHeader(http.StatusUnprocessableEntity)
 				var msgs []string
 				for _, v := range ee.Violations {
@@ -270,7 +270,7 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 }
 
 // formValue reads the posted answer with the question's types.
-func formValue(p *engine.Pause, form url.Values) (any, []string) {
+func formValue(p *service.Pause, form url.Values) (any, []string) {
 	if len(p.Fields) == 0 {
 		v, err := workflow.ParseText(form.Get("value"), p.Type)
 		if err != nil {
@@ -312,7 +312,7 @@ type pageData struct {
 func (s *Server) pageData(pg *secretPage, problems []string) pageData {
 	p := &pg.pause
 	d := pageData{Title: p.Title, Prompt: p.Prompt, Run: p.RunID, Problems: problems}
-	field := func(name string, q engine.Question) pageField {
+	field := func(name string, q service.Question) pageField {
 		f := pageField{Name: name, Label: q.Prompt, Help: q.Help, Input: "text"}
 		if q.Secret {
 			f.Input = "password"

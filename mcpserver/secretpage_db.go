@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/service"
 )
 
 // The secret pages in a store the replicas share (secretPages.db): a page
@@ -18,7 +18,7 @@ const dbTimeout = 10 * time.Second
 
 // dbOpen records the page of a pause in the shared store and returns its
 // id (the one recorded before, if the pause has a page).
-func (sp *secretPages) dbOpen(p *engine.Pause) (string, error) {
+func (sp *secretPages) dbOpen(p *service.Pause) (string, error) {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	data, err := json.Marshal(p)
@@ -42,7 +42,7 @@ func (sp *secretPages) dbGet(id string) *secretPage {
 	if !ok {
 		return nil
 	}
-	var p engine.Pause
+	var p service.Pause
 	if err := json.Unmarshal(data, &p); err != nil {
 		sp.log.Error("secret page", "error", err)
 		return nil

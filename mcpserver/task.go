@@ -12,9 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/mcptasks"
-	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/service"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -119,13 +119,13 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 	v, err := t.s.svc.GetRunBrief(ctx, runID)
 	if err == nil {
 		switch v.Status {
-		case store.StatusSucceeded, store.StatusFailed:
+		case code.StatusSucceeded, code.StatusFailed:
 			v, err = t.s.svc.GetRun(ctx, runID) // as run_get reads it
 		}
 	}
 	if err != nil {
-		var ee *engine.Error
-		if errors.As(err, &ee) && ee.Code == engine.CodeRunNotFound {
+		var ee *service.Error
+		if errors.As(err, &ee) && ee.Code == code.RunNotFound {
 			return nil, mcptasks.ErrUnknownTask
 		}
 		return nil, err
@@ -139,7 +139,7 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 		}
 	}
 	switch {
-	case v.Status == store.StatusSucceeded || v.Status == store.StatusFailed:
+	case v.Status == code.StatusSucceeded || v.Status == code.StatusFailed:
 		out, err := t.s.runResultPage(v, true, "", 0) // as run_get shapes it
 		if err != nil {
 			return nil, err
@@ -148,14 +148,14 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 		if err != nil {
 			res = errorResult(toolError(t.s.log, "run_get", err))
 		}
-		res.IsError = v.Status == store.StatusFailed
+		res.IsError = v.Status == code.StatusFailed
 		d.Status, d.Result, d.StatusMessage = mcptasks.Completed, res, out.Summary()
-	case v.Status == store.StatusCanceled:
+	case v.Status == code.StatusCanceled:
 		d.Status = mcptasks.Cancelled
 		if out := t.s.runResult(v, false); out.Error != nil {
 			d.StatusMessage = out.Error.Message
 		}
-	case v.Status == store.StatusWaiting:
+	case v.Status == code.StatusWaiting:
 		ps, err := t.s.svc.OpenPauses(ctx, runID)
 		if err != nil {
 			return nil, err
@@ -178,7 +178,7 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 			msgs = append(msgs, waitingMessage(&ps[i], r.Problem))
 		}
 		d.StatusMessage = strings.Join(msgs, "; ")
-	case v.Status == store.StatusPaused:
+	case v.Status == code.StatusPaused:
 		d.StatusMessage = "held (run_pause): it takes no step until run_resume"
 	default:
 		if d.StatusMessage, err = t.runningMessage(ctx, runID); err != nil {
@@ -198,11 +198,11 @@ func (t *tasks) runningMessage(ctx context.Context, runID string) (string, error
 	return eventMessage(ev), nil
 }
 
-func eventMessage(ev store.Event) string {
+func eventMessage(ev service.StoredEvent) string {
 	switch {
 	case ev.StepID == "":
 		return "running"
-	case ev.Type == engine.EventStepStarted:
+	case ev.Type == code.EventStepStarted:
 		return "running step " + ev.StepID
 	case strings.HasPrefix(ev.Type, "step."):
 		return "running: step " + ev.StepID + " " + strings.TrimPrefix(ev.Type, "step.")
@@ -210,9 +210,9 @@ func eventMessage(ev store.Event) string {
 	return "running: " + ev.Type + " at step " + ev.StepID
 }
 
-func waitingMessage(p *engine.Pause, problem string) string {
+func waitingMessage(p *service.Pause, problem string) string {
 	msg := "waiting for the answer to question " + p.StepID
-	if p.Kind == engine.KindAgent {
+	if p.Kind == code.PauseAgent {
 		msg = "waiting for the result of agent step " + p.StepID
 	}
 	if problem != "" {
@@ -223,7 +223,7 @@ func waitingMessage(p *engine.Pause, problem string) string {
 
 // pauseKey names a pause uniquely over the run's lifetime: its step and
 // sequence number (and, for a sub-workflow's pause, its run).
-func pauseKey(root string, p *engine.Pause) string {
+func pauseKey(root string, p *service.Pause) string {
 	k := p.StepID + "." + strconv.FormatInt(p.Seq, 10)
 	if p.RunID != root {
 		h := sha256.Sum256([]byte(p.RunID))
@@ -235,7 +235,7 @@ func pauseKey(root string, p *engine.Pause) string {
 // key is the input request key of an open pause: a new one after each
 // refused answer (recorded with the run), since a key answered is never
 // offered again.
-func (t *tasks) key(ctx context.Context, root string, p *engine.Pause) (string, engine.Refusal, error) {
+func (t *tasks) key(ctx context.Context, root string, p *service.Pause) (string, service.Refusal, error) {
 	base := pauseKey(root, p)
 	r, err := t.s.svc.Refusal(ctx, p.RunID, p.Seq)
 	if err != nil || r.Count == 0 {
@@ -250,8 +250,8 @@ func (t *tasks) key(ctx context.Context, root string, p *engine.Pause) (string, 
 // server that holds it. An agent step's form has the instructions as its
 // message and the output schema as its schema (wrapped in an object
 // "value" unless it is an object itself).
-func (t *tasks) request(root string, p *engine.Pause, problem string) *mcp.ElicitParams {
-	if p.Kind == engine.KindAgent {
+func (t *tasks) request(root string, p *service.Pause, problem string) *mcp.ElicitParams {
+	if p.Kind == code.PauseAgent {
 		msg := p.Instructions
 		if p.Persona != "" {
 			msg = "As " + p.Persona + ": " + msg
@@ -286,7 +286,7 @@ func (t *tasks) request(root string, p *engine.Pause, problem string) *mcp.Elici
 
 // agentSchema is an agent step's output schema as an elicitation's
 // requested schema: an object schema as it is, any other in "value".
-func agentSchema(p *engine.Pause) map[string]any {
+func agentSchema(p *service.Pause) map[string]any {
 	if p.OutputSchema != nil && p.OutputSchema["type"] == "object" {
 		return p.OutputSchema
 	}
@@ -298,9 +298,9 @@ func agentSchema(p *engine.Pause) map[string]any {
 }
 
 // answerOf is the value an accepted elicitation gives a pause.
-func answerOf(p *engine.Pause, content map[string]any) any {
+func answerOf(p *service.Pause, content map[string]any) any {
 	switch {
-	case p.Kind == engine.KindAgent:
+	case p.Kind == code.PauseAgent:
 		if p.OutputSchema != nil && p.OutputSchema["type"] == "object" {
 			return content
 		}
@@ -333,8 +333,8 @@ func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputRespon
 	}
 	ps, err := t.s.svc.OpenPauses(ctx, runID)
 	if err != nil {
-		var ee *engine.Error
-		if errors.As(err, &ee) && ee.Code == engine.CodeRunNotFound {
+		var ee *service.Error
+		if errors.As(err, &ee) && ee.Code == code.RunNotFound {
 			return mcptasks.ErrUnknownTask
 		}
 		return err
@@ -349,7 +349,7 @@ func (t *tasks) Update(ctx context.Context, id string, responses mcp.InputRespon
 
 // answer answers the pause p of the task's run with its response, if
 // responses has one under the pause's current key.
-func (t *tasks) answer(ctx context.Context, runID string, p *engine.Pause, responses mcp.InputResponseMap) error {
+func (t *tasks) answer(ctx context.Context, runID string, p *service.Pause, responses mcp.InputResponseMap) error {
 	key, _, err := t.key(ctx, runID, p)
 	if err != nil {
 		return err
@@ -365,12 +365,12 @@ func (t *tasks) answer(ctx context.Context, runID string, p *engine.Pause, respo
 	if resp.Action != "accept" {
 		return refuse("the request was " + resp.Action + "ed; the run still waits for it — tasks/cancel stops it")
 	}
-	if hasSecret(p) && t.s.opts.BaseURL != "" && p.Kind != engine.KindAgent {
+	if hasSecret(p) && t.s.opts.BaseURL != "" && p.Kind != code.PauseAgent {
 		return nil // the value arrives through the page
 	}
 	if _, err := t.s.svc.ContinueFromAgent(ctx, p.Token, answerOf(p, resp.Content)); err != nil {
-		var ee *engine.Error
-		if errors.As(err, &ee) && (ee.Code == engine.CodeAnswerInvalid || ee.Code == engine.CodeSecretInClear) {
+		var ee *service.Error
+		if errors.As(err, &ee) && (ee.Code == code.AnswerInvalid || ee.Code == code.SecretInClear) {
 			if hasSecret(p) {
 				return refuse("the answer was not accepted: give $NAME, an environment variable of the server") // what was wrong may tell of the secret
 			}
@@ -385,7 +385,7 @@ func (t *tasks) answer(ctx context.Context, runID string, p *engine.Pause, respo
 }
 
 // violationsText says what was wrong with an answer, every violation.
-func violationsText(ee *engine.Error) string {
+func violationsText(ee *service.Error) string {
 	if len(ee.Violations) == 0 {
 		return ee.Message
 	}
@@ -414,11 +414,11 @@ func (t *tasks) Cancel(ctx context.Context, id string) error {
 		return err
 	}
 	if err := t.s.svc.Cancel(ctx, runID, "canceled by tasks/cancel", false); err != nil {
-		var ee *engine.Error
-		if errors.As(err, &ee) && ee.Code == engine.CodeRunNotFound {
+		var ee *service.Error
+		if errors.As(err, &ee) && ee.Code == code.RunNotFound {
 			return mcptasks.ErrUnknownTask
 		}
-		if errors.As(err, &ee) && ee.Code == engine.CodeRunFinished {
+		if errors.As(err, &ee) && ee.Code == code.RunFinished {
 			return nil
 		}
 		return err
@@ -459,12 +459,12 @@ func (t *tasks) Watch(ctx context.Context, taskIDs []string, changed func(taskID
 	for _, id := range taskIDs { // watched from here on: their state now
 		changed(id)
 	}
-	engine.Consume(ctx, events, func(ev engine.Event) {
+	service.Consume(ctx, events, func(ev service.Event) {
 		id, mine := task(ev.RunID)
 		if !mine {
 			return
 		}
-		if ev.Type == engine.EventChildStarted {
+		if ev.Type == code.EventChildStarted {
 			var data struct {
 				Child string `json:"child_run_id"`
 			}

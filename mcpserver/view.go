@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
 
@@ -24,7 +23,7 @@ type RunResult struct {
 	Pause   *PauseView     `json:"pause,omitempty"`
 	// Error says why a failed run failed: the message and, when a step
 	// failed, the step, its action and what an HTTP response said.
-	Error *engine.RunError `json:"error,omitempty"`
+	Error *service.RunError `json:"error,omitempty"`
 	// Steps summarizes the recorded steps (run_get, and every result of a
 	// failed run).
 	Steps *StepSummary `json:"steps,omitempty"`
@@ -43,7 +42,7 @@ func (r RunResult) Summary() string {
 	}
 	s := fmt.Sprintf("run %s (%s) %s.", r.RunID, what, statusPhrase(r.Status))
 	if r.Pause != nil {
-		if r.Pause.Kind == engine.KindAgent {
+		if r.Pause.Kind == code.PauseAgent {
 			s += " It waits for you (agent step " + r.Pause.StepID + ")."
 		} else {
 			s += fmt.Sprintf(" It asks: %q", r.Pause.Prompt)
@@ -116,8 +115,8 @@ type PauseView struct {
 	Secret  bool              `json:"secret,omitempty"`
 	// ChoicesError: the question's choices could not be computed
 	// (choices_from failed), so it takes free text.
-	ChoicesError string            `json:"choices_error,omitempty"`
-	Fields       []engine.Question `json:"fields,omitempty"`
+	ChoicesError string             `json:"choices_error,omitempty"`
+	Fields       []service.Question `json:"fields,omitempty"`
 
 	Instructions string         `json:"instructions,omitempty"`
 	Persona      string         `json:"persona,omitempty"`
@@ -135,7 +134,7 @@ type PauseView struct {
 	HowToAnswer string `json:"how_to_answer"`
 }
 
-func (s *Server) pauseView(p *engine.Pause) *PauseView {
+func (s *Server) pauseView(p *service.Pause) *PauseView {
 	if p == nil {
 		return nil
 	}
@@ -144,7 +143,7 @@ func (s *Server) pauseView(p *engine.Pause) *PauseView {
 		Default: p.Default, Secret: p.Secret, ChoicesError: p.ChoicesError, Fields: p.Fields,
 		Instructions: p.Instructions, Persona: p.Persona, OutputSchema: p.OutputSchema, Context: p.Context, TimeoutAt: p.TimeoutAt}
 	switch {
-	case p.Kind == engine.KindAgent:
+	case p.Kind == code.PauseAgent:
 		v.HowToAnswer = "do what the instructions say, then call run_continue with this token and a value that matches output_schema"
 	case hasSecret(p):
 		if url := s.secretURL(p); url != "" {
@@ -164,7 +163,7 @@ func (s *Server) pauseView(p *engine.Pause) *PauseView {
 	return v
 }
 
-func hasSecret(p *engine.Pause) bool {
+func hasSecret(p *service.Pause) bool {
 	if p.Secret {
 		return true
 	}
@@ -188,7 +187,7 @@ func (s *Server) runResult(v *service.RunView, withSteps bool) RunResult {
 func (s *Server) runResultPage(v *service.RunView, withSteps bool, stepsCursor string, stepsLimit int) (RunResult, error) {
 	r := RunResult{RunID: v.ID, Workflow: v.Workflow, Status: v.Status, Outputs: v.Outputs, Pause: s.pauseView(v.Pause)}
 	if len(v.Error) > 0 {
-		var e engine.RunError
+		var e service.RunError
 		if json.Unmarshal(v.Error, &e) == nil {
 			r.Error = &e
 		}
@@ -219,7 +218,7 @@ func (s *Server) runResultPage(v *service.RunView, withSteps bool, stepsCursor s
 			}
 			sum.Page, sum.From, sum.NextCursor = p.Steps, p.From, p.Next
 		}
-		if v.Status == store.StatusFailed {
+		if v.Status == code.StatusFailed {
 			for _, st := range v.Steps {
 				id := st.ID
 				if st.Key != "" {
@@ -245,7 +244,7 @@ func (s *Server) runResultPage(v *service.RunView, withSteps bool, stepsCursor s
 // steps (the brief view reads none), so that the result lists what
 // completed and what failed.
 func (s *Server) withFailedSteps(ctx context.Context, v *service.RunView) (*service.RunView, bool) {
-	if v.Status != store.StatusFailed || v.Steps != nil {
+	if v.Status != code.StatusFailed || v.Steps != nil {
 		return v, v.Steps != nil
 	}
 	full, err := s.svc.GetRun(ctx, v.ID)
@@ -257,18 +256,18 @@ func (s *Server) withFailedSteps(ctx context.Context, v *service.RunView) (*serv
 
 func next(r RunResult) string {
 	switch r.Status {
-	case store.StatusSucceeded:
+	case code.StatusSucceeded:
 		return "Done: the outputs are final."
-	case store.StatusFailed:
+	case code.StatusFailed:
 		return "It failed: error says why; fix the cause and call run_retry (from the failed step), or run_fork from an earlier step."
-	case store.StatusCanceled:
+	case code.StatusCanceled:
 		return "It was canceled."
-	case store.StatusWaiting:
+	case code.StatusWaiting:
 		if r.Pause != nil {
 			return "Answer the pause: " + r.Pause.HowToAnswer + "."
 		}
 		return "It waits (a sub-workflow or timer); follow it with run_get."
-	case store.StatusPaused:
+	case code.StatusPaused:
 		return "An operator paused it: run_resume continues it."
 	default:
 		return "It is still working: call run_get with wait_seconds to follow it."

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"stepwise.dev/stepwise/action"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/generate"
 )
@@ -18,7 +19,7 @@ type Generated struct {
 // Error codes of the service's own checks.
 const (
 	// CodeActionNotFound: an action name no action has.
-	CodeActionNotFound = "ACTION_NOT_FOUND"
+	CodeActionNotFound = code.ActionNotFound
 	// CodeActionUndescribed: an action without an input schema to
 	// generate a question flow from.
 	CodeActionUndescribed = "ACTION_UNDESCRIBED"
@@ -26,7 +27,7 @@ const (
 	// properties.
 	CodeSchemaUnsupported = "SCHEMA_UNSUPPORTED"
 	// CodeArgumentsInvalid: an argument that is not what the call takes.
-	CodeArgumentsInvalid = "ARGUMENTS_INVALID"
+	CodeArgumentsInvalid = code.ArgumentsInvalid
 	// CodePatternInvalid: a workflow list pattern that is not a glob.
 	CodePatternInvalid = "PATTERN_INVALID"
 )

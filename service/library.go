@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/library"
 	"stepwise.dev/stepwise/workflow"
@@ -18,7 +19,7 @@ import (
 const (
 	CodeVersionConflict = "VERSION_CONFLICT"
 	CodeUnsafeName      = "UNSAFE_NAME"
-	CodeNotFound        = "WORKFLOW_NOT_FOUND"
+	CodeNotFound        = code.WorkflowNotFound
 	CodeNameMismatch    = "NAME_MISMATCH"
 	CodeNameMissing     = "NAME_MISSING"
 	CategorySecurity    = "security"

@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"stepwise.dev/stepwise/code"
 )
 
 // Errors a Store returns; backends wrap them with context.
@@ -36,20 +38,20 @@ var (
 
 // Run statuses.
 const (
-	StatusPending   = "pending"
-	StatusRunning   = "running"
-	StatusWaiting   = "waiting"
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusCanceled  = "canceled"
+	StatusPending   = code.StatusPending
+	StatusRunning   = code.StatusRunning
+	StatusWaiting   = code.StatusWaiting
+	StatusSucceeded = code.StatusSucceeded
+	StatusFailed    = code.StatusFailed
+	StatusCanceled  = code.StatusCanceled
 	// StatusPaused: an operator paused the run; it does not advance until
 	// resumed.
-	StatusPaused = "paused"
+	StatusPaused = code.StatusPaused
 )
 
 // Finished reports whether a run status is final.
 func Finished(status string) bool {
-	return status == StatusSucceeded || status == StatusFailed || status == StatusCanceled
+	return code.Finished(status)
 }
 
 // Version is a workflow definition as a run pinned it: runs keep the exact

@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 // benchRuns is how many runs the page benchmarks store
@@ -66,7 +66,7 @@ func benchSetup(b *testing.B) (*Handler, []string) {
 		benchDash = New(svc, Options{AuthTokens: []string{testToken}})
 		if reuse {
 			for cursor := ""; ; {
-				runs, next, err := svc.Store.ListRuns(ctx, store.RunFilter{Limit: 1000, Cursor: cursor})
+				runs, next, err := svc.Store.ListRuns(ctx, service.RunFilter{Limit: 1000, Cursor: cursor})
 				if err != nil {
 					benchErr = err
 					return
@@ -100,7 +100,7 @@ func benchSetup(b *testing.B) (*Handler, []string) {
 			r.CreatedAt = first.Add(time.Duration(i) * time.Millisecond)
 			r.FinishedAt = r.CreatedAt.Add(time.Millisecond)
 			if i%10 == 9 {
-				r.Status = store.StatusFailed
+				r.Status = code.StatusFailed
 			}
 			ss := slices.Clone(steps)
 			for j := range ss {
@@ -157,7 +157,7 @@ func serveTimes(b *testing.B, h *Handler, paths func(i int) string) {
 // id: the worst case), the second page.
 func BenchmarkRunsPage(b *testing.B) {
 	h, ids := benchSetup(b)
-	_, next, err := h.svc.ListRuns(context.Background(), store.RunFilter{Limit: runsPageSize})
+	_, next, err := h.svc.ListRuns(context.Background(), service.RunFilter{Limit: runsPageSize})
 	if err != nil {
 		b.Fatal(err)
 	}

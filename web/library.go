@@ -9,7 +9,6 @@ import (
 	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/graph"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 )
 
 type workflowsData struct {
@@ -72,7 +71,7 @@ func (h *Handler) workflowPage(w http.ResponseWriter, r *http.Request, c caller)
 			d.Graph = template.HTML(svg) // graph.SVG escapes what it draws
 		}
 	}
-	runs, _, err := h.svc.ListRuns(r.Context(), store.RunFilter{Workflow: det.Name, Limit: 20})
+	runs, _, err := h.svc.ListRuns(r.Context(), service.RunFilter{Workflow: det.Name, Limit: 20})
 	if err == nil {
 		seen := map[string]int{}
 		for _, v := range runs {

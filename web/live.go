@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
-	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/code"
+	"stepwise.dev/stepwise/service"
 )
 
 // liveEvent is one message of a run's live view.
@@ -105,10 +105,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, _ caller) {
 		if finished(status) {
 			return
 		}
-		if status == store.StatusRunning || status == store.StatusPending {
+		if status == code.StatusRunning || status == code.StatusPending {
 			// Live: events as they happen, until the run stops running or
 			// a poll is due.
-			_, _ = h.svc.Watch(ctx, id, h.opts.Poll, nil, func(ev engine.Event) {
+			_, _ = h.svc.Watch(ctx, id, h.opts.Poll, nil, func(ev service.Event) {
 				if ev.Seq == 0 {
 					// A step started: not committed yet, shown as it is.
 					send(liveEvent{Kind: "event", Type: ev.Type, StepID: ev.StepID, At: timeText(ev.At)})
@@ -151,10 +151,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, _ caller) {
 	}
 }
 
-func liveOf(e store.Event) liveEvent {
+func liveOf(e service.StoredEvent) liveEvent {
 	return liveEvent{Kind: "event", Seq: e.Seq, Type: e.Type, StepID: e.StepID, At: timeText(e.At), Data: eventData(e.Data)}
 }
 
 func eventData(d json.RawMessage) string {
-	return eventOf(store.Event{Data: d}).Data
+	return eventOf(service.StoredEvent{Data: d}).Data
 }

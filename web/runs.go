@@ -11,16 +11,15 @@ import (
 	"strings"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/graph"
 	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
 	"stepwise.dev/stepwise/workflow"
 )
 
 // Statuses a run list filters by.
-var runStatuses = []string{store.StatusPending, store.StatusRunning, store.StatusWaiting, store.StatusPaused,
-	store.StatusSucceeded, store.StatusFailed, store.StatusCanceled}
+var runStatuses = []string{code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused,
+	code.StatusSucceeded, code.StatusFailed, code.StatusCanceled}
 
 // runsPageSize is how many runs a page of the list shows.
 const runsPageSize = 50
@@ -61,7 +60,7 @@ func parseTime(s string) (time.Time, error) {
 func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, c caller) {
 	q := r.URL.Query()
 	d := runsData{Workflow: strings.TrimSpace(q.Get("workflow")), Query: strings.TrimSpace(q.Get("q")), After: q.Get("after"), Before: q.Get("before")}
-	f := store.RunFilter{Workflow: d.Workflow, Limit: runsPageSize, Cursor: q.Get("cursor")}
+	f := service.RunFilter{Workflow: d.Workflow, Limit: runsPageSize, Cursor: q.Get("cursor")}
 	for _, s := range runStatuses {
 		on := slices.Contains(q["status"], s)
 		d.Statuses = append(d.Statuses, statusOption{s, on})
@@ -191,12 +190,12 @@ func (h *Handler) runData(ctx context.Context, id string) (*runData, error) {
 		d.LastSeq = e.Seq
 		// A step is recorded when it ends: one that started and is not
 		// recorded yet is running while the run is.
-		if e.Type == engine.EventStepStarted && status[e.StepID] == "" && v.Status == store.StatusRunning {
-			status[e.StepID] = store.StatusRunning
+		if e.Type == code.EventStepStarted && status[e.StepID] == "" && v.Status == code.StatusRunning {
+			status[e.StepID] = code.StatusRunning
 		}
 	}
 	if v.Pause != nil {
-		status[v.Pause.StepID] = store.StatusWaiting
+		status[v.Pause.StepID] = code.StatusWaiting
 	}
 	if l, err := h.svc.Definition(ctx, id); err == nil && countSteps(l.Workflow.Steps) <= maxGraphSteps {
 		svg, err := graph.SVG(l.Workflow, graph.SVGOptions{Status: status})
@@ -208,7 +207,7 @@ func (h *Handler) runData(ctx context.Context, id string) (*runData, error) {
 		cid, _, _ := strings.Cut(ch, " ")
 		d.Children = append(d.Children, childLink{ID: cid, Text: ch})
 	}
-	if v.Pause != nil && v.Pause.Kind == engine.KindQuestion {
+	if v.Pause != nil && v.Pause.Kind == code.PauseQuestion {
 		if secretPause(v.Pause) {
 			if h.opts.SecretURL != nil {
 				d.SecretURL = h.opts.SecretURL(v.Pause)
@@ -229,7 +228,7 @@ func countSteps(steps []*workflow.Step) int {
 	return n
 }
 
-func eventOf(e store.Event) eventRow {
+func eventOf(e service.StoredEvent) eventRow {
 	data := ""
 	if len(e.Data) > 0 && string(e.Data) != "null" && string(e.Data) != "{}" {
 		data = string(e.Data)
@@ -242,13 +241,13 @@ func eventOf(e store.Event) eventRow {
 
 func finished(status string) bool {
 	switch status {
-	case store.StatusSucceeded, store.StatusFailed, store.StatusCanceled:
+	case code.StatusSucceeded, code.StatusFailed, code.StatusCanceled:
 		return true
 	}
 	return false
 }
 
-func secretPause(p *engine.Pause) bool {
+func secretPause(p *service.Pause) bool {
 	if p.Secret {
 		return true
 	}
@@ -263,15 +262,15 @@ func secretPause(p *engine.Pause) bool {
 // controlsFor lists the controls that apply to a run in status.
 func controlsFor(status string) []string {
 	switch status {
-	case store.StatusRunning, store.StatusPending:
+	case code.StatusRunning, code.StatusPending:
 		return []string{"pause", "cancel"}
-	case store.StatusWaiting:
+	case code.StatusWaiting:
 		return []string{"pause", "cancel", "fork"}
-	case store.StatusPaused:
+	case code.StatusPaused:
 		return []string{"resume", "cancel"}
-	case store.StatusFailed:
+	case code.StatusFailed:
 		return []string{"retry", "fork"}
-	case store.StatusSucceeded, store.StatusCanceled:
+	case code.StatusSucceeded, code.StatusCanceled:
 		return []string{"fork"}
 	}
 	return nil
@@ -293,12 +292,12 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c caller) {
 
 // fail shows an error page: 404 for a run or workflow not found.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c caller, err error) {
-	var ee *engine.Error
+	var ee *service.Error
 	status, msg := http.StatusInternalServerError, "Something failed on the server's side; see its log."
 	switch {
-	case errors.As(err, &ee) && ee.Category == engine.CategoryNotFound:
+	case errors.As(err, &ee) && ee.Category == code.CategoryNotFound:
 		status, msg = http.StatusNotFound, ee.Message
-	case errors.As(err, &ee) && (ee.Category == engine.CategoryValidation || ee.Category == engine.CategoryConflict || ee.Category == engine.CategoryAuth):
+	case errors.As(err, &ee) && (ee.Category == code.CategoryValidation || ee.Category == code.CategoryConflict || ee.Category == code.CategoryAuth):
 		status, msg = http.StatusConflict, ee.Message
 		if ee.Suggestion != "" {
 			msg += " (" + ee.Suggestion + ")"
@@ -339,9 +338,9 @@ type formChoice struct {
 
 // formOf builds the form of p, with the values and problems of a refused
 // answer.
-func formOf(p *engine.Pause, posted url.Values, problems map[string][]string) *answerForm {
+func formOf(p *service.Pause, posted url.Values, problems map[string][]string) *answerForm {
 	f := &answerForm{Seq: p.Seq, StepID: p.StepID, Title: p.Title, Prompt: p.Prompt, Help: p.Help}
-	field := func(name string, q engine.Question, label string) formField {
+	field := func(name string, q service.Question, label string) formField {
 		ff := formField{Name: name, Label: label, Help: q.Help, Input: "text", Pattern: q.Pattern, Required: q.Default == nil}
 		if q.Min != nil {
 			ff.Min = strconv.FormatFloat(*q.Min, 'f', -1, 64)
@@ -435,9 +434,9 @@ func valueText(v any) string {
 
 // answerValue reads the posted answer with the question's types; problems
 // are by field name.
-func answerValue(p *engine.Pause, form url.Values) (any, map[string][]string) {
+func answerValue(p *service.Pause, form url.Values) (any, map[string][]string) {
 	problems := map[string][]string{}
-	parse := func(name string, q engine.Question) (any, bool) {
+	parse := func(name string, q service.Question) (any, bool) {
 		texts := form[name]
 		text := strings.Join(texts, ",")
 		if q.Type == "multi-choice" {
@@ -511,10 +510,10 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c caller) {
 	d.CSRF = h.page(c, "", "", nil).CSRF
 	p := d.Run.Pause
 	seq, _ := strconv.ParseInt(r.PostFormValue("seq"), 10, 64)
-	if p == nil || p.Kind != engine.KindQuestion || p.Seq != seq || secretPause(p) {
+	if p == nil || p.Kind != code.PauseQuestion || p.Seq != seq || secretPause(p) {
 		w.WriteHeader(http.StatusConflict)
 		d.Form = nil
-		if p != nil && p.Kind == engine.KindQuestion && !secretPause(p) {
+		if p != nil && p.Kind == code.PauseQuestion && !secretPause(p) {
 			d.Form = formOf(p, nil, nil)
 		}
 		h.render(w, r, "run", h.page(c, "Run "+id, "runs", d).with("That question is no longer open: nothing was changed. The page shows the run as it is now."))
@@ -523,12 +522,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c caller) {
 	value, problems := answerValue(p, r.PostForm)
 	if len(problems) == 0 {
 		_, err = h.svc.Continue(r.Context(), p.Token, value)
-		var ee *engine.Error
+		var ee *service.Error
 		switch {
 		case err == nil:
 			http.Redirect(w, r, "/runs/"+url.PathEscape(id), http.StatusSeeOther)
 			return
-		case errors.As(err, &ee) && ee.Code == engine.CodeAnswerInvalid:
+		case errors.As(err, &ee) && ee.Code == code.AnswerInvalid:
 			for _, v := range ee.Violations {
 				name := strings.TrimPrefix(v.Path, "/")
 				if len(p.Fields) == 0 {
@@ -634,7 +633,7 @@ func (h *Handler) control(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	if err != nil {
-		var ee *engine.Error
+		var ee *service.Error
 		if errors.As(err, &ee) {
 			msg := ee.Message
 			if ee.Suggestion != "" {

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/graph"
 	"stepwise.dev/stepwise/service"
 )
@@ -40,7 +39,7 @@ type Options struct {
 	BaseURL string
 	// SecretURL returns the one-time page where a secret question is
 	// answered, or "" when there is none.
-	SecretURL func(p *engine.Pause) string
+	SecretURL func(p *service.Pause) string
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// MaxSessions bounds the sessions kept (default 10,000; the oldest

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 )
 
@@ -605,7 +604,7 @@ func TestSessionsBounded(t *testing.T) {
 
 func TestSecretQuestionGoesToItsPage(t *testing.T) {
 	d := newDash(t, testToken)
-	d.h.opts.SecretURL = func(p *engine.Pause) string { return "https://stepwise.example/secrets/one-" + p.StepID }
+	d.h.opts.SecretURL = func(p *service.Pause) string { return "https://stepwise.example/secrets/one-" + p.StepID }
 	c := d.client()
 	csrf := d.login(c)
 	id := d.start("secret-ask")

@@ -19,16 +19,17 @@ import (
 	moderncsqlite "modernc.org/sqlite" // the pure-Go SQLite driver
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/store"
 )
 
 // Durability settings.
 const (
 	// Full fsyncs every commit: a committed step survives power loss.
-	Full = "full"
+	Full = code.DurabilityFull
 	// Normal fsyncs at checkpoints: a committed step survives a crash of
 	// the process but the last commits may be lost on power loss.
-	Normal = "normal"
+	Normal = code.DurabilityNormal
 )
 
 // Options tune the database.
