@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"stepwise.dev/stepwise/action"
 )
 
@@ -118,8 +120,8 @@ func (g *grouped) warnings() []string {
 }
 
 // convert converts one schema of the operation being built.
-func (b *builder) convert(dir direction, schema any) map[string]any {
-	c := newConverter(b.doc, dir)
+func (b *builder) convert(dir direction, schema *openapi3.SchemaRef) map[string]any {
+	c := newConverter(dir)
 	s := c.ref(schema)
 	b.cut = b.cut || c.cut
 	return s
@@ -181,7 +183,10 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 		}
 		param := Param{Key: key, Name: p.name, In: p.in, Required: p.required || p.in == "path"}
 		if p.in == "query" {
-			param.Explode = p.explode == nil || *p.explode
+			// OpenAPI 3's default is form, exploded; Swagger 2.0's
+			// collectionFormat is csv unless it says multi.
+			swaggerCSV := b.doc.version == "2.0" && p.schema != nil && p.schema.Value != nil && p.schema.Value.Type.Is("array")
+			param.Explode = p.explode == nil && !swaggerCSV || p.explode != nil && *p.explode
 			if p.style != "" && p.style != "form" {
 				b.note("style", "query parameters sent in the form style", "%s: query parameter %q has style %s; it is sent in the form style", where, p.name, p.style)
 			}

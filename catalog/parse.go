@@ -2,10 +2,15 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // maxSpecWarnings bounds how many departures from the specification are
@@ -20,77 +25,149 @@ type document struct {
 	// version is the document's own: 2.0, 3.0.x or 3.1.x.
 	version string
 	spec    *spec
-	// res resolves references within the OpenAPI 3 form.
-	res *resolver
-	// views holds the schemas made of a $ref and its siblings, one per
-	// place, so that recursion through them is recognized.
-	views map[uintptr]map[string]any
 	// warnings: the document loads but does not follow the specification.
 	warnings []string
 }
 
-// parse loads a Swagger 2.0 or OpenAPI 3.x document (JSON or YAML). A
-// $ref to another file or URL is refused: a catalog is one document, and
-// following references would let a document read the server's files or
-// reach its network.
-func parse(_ context.Context, data []byte) (*document, error) {
-	tree, err := decodeTree(data)
-	var tooLarge *tooLargeError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, invalid("%v", err)
-	case err != nil:
+// errExternalRef refuses every file or URL the library would read.
+func refuseURI(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
+	return nil, &openapi3.DisallowedExternalRefError{Ref: u.String()}
+}
+
+// newLoader is the library's loader as a catalog uses it: it never reads
+// a file or a URL (a catalog is one document; following references would
+// let a document read the server's files or reach its network).
+func newLoader(ctx context.Context) *openapi3.Loader {
+	l := openapi3.NewLoader()
+	l.Context = ctx
+	l.IsExternalRefsAllowed = false
+	l.ReadFromURIFunc = refuseURI
+	return l
+}
+
+// versions is the head of a document: which specification it follows.
+type versions struct {
+	Swagger any `json:"swagger" yaml:"swagger"`
+	OpenAPI any `json:"openapi" yaml:"openapi"`
+}
+
+// parse loads a Swagger 2.0 or OpenAPI 3.x document (JSON or YAML)
+// through kin-openapi, after checking the bounds the library does not
+// (nesting, YAML aliases). A $ref to another file or URL is refused.
+func parse(ctx context.Context, data []byte) (*document, error) {
+	node, err := checkBounds(data)
+	if err != nil {
+		var tooLarge *tooLargeError
+		if errors.As(err, &tooLarge) {
+			return nil, invalid("%v", err)
+		}
 		return nil, invalid("the document is neither JSON nor YAML: %v", err)
 	}
-	root, ok := tree.(map[string]any)
-	if !ok {
-		return nil, invalid("not an OpenAPI document: it is %s, not an object with an openapi or swagger field", kindOf(tree))
+	var head versions
+	if node != nil {
+		err = node.Decode(&head)
+	} else {
+		err = json.Unmarshal(data, &head)
+	}
+	if err != nil {
+		return nil, invalid("not an OpenAPI document: it is not an object with an openapi or swagger field")
 	}
 	var found []string
-	swagger := versionField(root, "swagger", &found)
-	openapi := versionField(root, "openapi", &found)
+	swagger := versionField(head.Swagger, "swagger", &found)
+	openapi := versionField(head.OpenAPI, "openapi", &found)
+	var doc *openapi3.T
 	d := &document{}
-	form := root
 	switch {
 	case swagger != "":
 		if swagger != "2.0" {
 			return nil, invalid("swagger %q: only Swagger 2.0 is supported", swagger)
 		}
-		if err := (&resolver{root: root}).checkRefs(); err != nil {
-			return nil, invalid("the Swagger 2.0 document does not load: %v", err)
-		}
-		conv, warnings, err := fromSwagger(root)
+		d.version = "2.0"
+		doc, err = fromSwagger(ctx, data)
 		if err != nil {
-			return nil, invalid("the Swagger 2.0 document cannot be converted to OpenAPI 3: %v", err)
+			return nil, invalid("the Swagger 2.0 document does not load: %v", loadError(err))
 		}
-		d.version, form = "2.0", conv
-		found = append(found, warnings...)
 	case strings.HasPrefix(openapi, "3."):
-		if err := (&resolver{root: root}).checkRefs(); err != nil {
-			return nil, invalid("the OpenAPI %s document does not load: %v", openapi, err)
-		}
 		d.version = openapi
+		doc, err = loadOpenAPI3(ctx, data, head.OpenAPI)
+		if err != nil {
+			return nil, invalid("the OpenAPI %s document does not load: %v", openapi, loadError(err))
+		}
 	case openapi != "":
 		return nil, invalid("openapi %q: supported versions are Swagger 2.0 and OpenAPI 3.0 and 3.1", openapi)
 	default:
 		return nil, invalid("not an OpenAPI document: it has neither an openapi nor a swagger field")
 	}
-	d.res = &resolver{root: form}
-	s, warnings := decodeSpec(form, d.res)
-	d.spec = s
-	found = append(append(found, warnings...), lint(d)...)
+	d.spec = specOf(doc)
+	found = append(found, lint(d)...)
 	d.warnings = specWarnings(found)
 	return d, nil
 }
 
+// loadOpenAPI3 reads an OpenAPI 3 document and resolves its references.
+// JSON is decoded as JSON (the library's loader reads everything as YAML,
+// twice as slow on large documents); YAML goes through the loader.
+func loadOpenAPI3(ctx context.Context, data []byte, version any) (doc *openapi3.T, err error) {
+	defer recoverLoad(&err)
+	l := newLoader(ctx)
+	if !isJSONText(data) {
+		return l.LoadFromData(data)
+	}
+	if _, isString := version.(string); !isString {
+		// The library wants the version as a string: read it as YAML,
+		// which takes the number as its text.
+		return l.LoadFromData(data)
+	}
+	doc = &openapi3.T{}
+	if err := json.Unmarshal(data, doc); err != nil {
+		return l.LoadFromData(data) // not JSON after all: YAML's flow style
+	}
+	if err := l.ResolveRefsIn(doc, nil); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// fromSwagger reads a Swagger 2.0 document and converts it to OpenAPI 3.
+func fromSwagger(ctx context.Context, data []byte) (doc *openapi3.T, err error) {
+	defer recoverLoad(&err)
+	var doc2 openapi2.T
+	if err := openapi2.UnmarshalFromData(data, &doc2); err != nil {
+		return nil, err
+	}
+	return openapi2conv.ToV3WithLoader(&doc2, newLoader(ctx), nil)
+}
+
+// errLibraryPanic: the library failed on a document instead of returning
+// an error; the document is refused like one that does not load.
+var errLibraryPanic = errors.New("the OpenAPI library could not read it")
+
+// recoverLoad turns a panic of the library into an error: a document is
+// input, and no input may take the server down.
+func recoverLoad(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w (%v)", errLibraryPanic, r)
+	}
+}
+
+// loadError words what the library says about a document that does not
+// load: a reference to another file or URL in the catalog's own words.
+func loadError(err error) error {
+	var ext *openapi3.DisallowedExternalRefError
+	if errors.As(err, &ext) {
+		return fmt.Errorf("$ref %q points to another file or URL; a catalog is one document and follows only references within it (#/…)", ext.Ref)
+	}
+	return err
+}
+
 // versionField reads the swagger or openapi field. A number (swagger:
 // 2.0 written without quotes) is taken as its text, with a warning.
-func versionField(root map[string]any, key string, warnings *[]string) string {
-	switch v := root[key].(type) {
+func versionField(v any, key string, warnings *[]string) string {
+	switch v := v.(type) {
 	case string:
 		return v
-	case float64:
-		text := formatNumber(v)
+	case float64, int, int64, uint64:
+		text := fmt.Sprint(v)
 		if !strings.Contains(text, ".") {
 			text += ".0"
 		}
@@ -115,8 +192,7 @@ func specWarnings(found []string) []string {
 }
 
 // openAPI31 reports whether the document is OpenAPI 3.1 (or later):
-// keywords next to a schema's $ref apply too (before 3.1 a $ref replaces
-// its object), responses are optional, paths may be absent.
+// responses are optional, paths may be absent.
 func (d *document) openAPI31() bool {
 	return d.version != "2.0" && !strings.HasPrefix(d.version, "3.0")
 }
