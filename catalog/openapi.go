@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -208,23 +207,4 @@ func requirementsOf(reqs openapi3.SecurityRequirements) []securityRequirement {
 		out = append(out, req)
 	}
 	return out
-}
-
-// kindOf names the JSON type of a value for messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
