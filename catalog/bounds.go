@@ -29,7 +29,7 @@ type tooLargeError struct {
 
 func (e *tooLargeError) Error() string { return e.reason }
 
-// isJSON reports whether a document is written as JSON (an object).
+// isJSONText reports whether a document is written as JSON (an object).
 func isJSONText(data []byte) bool {
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	return len(trimmed) > 0 && trimmed[0] == '{'

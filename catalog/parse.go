@@ -29,7 +29,7 @@ type document struct {
 	warnings []string
 }
 
-// errExternalRef refuses every file or URL the library would read.
+// refuseURI refuses every file or URL the library would read.
 func refuseURI(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
 	return nil, &openapi3.DisallowedExternalRefError{Ref: u.String()}
 }
