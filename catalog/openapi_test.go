@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -300,6 +305,26 @@ func TestRefsRefused(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "does not load") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// A file that exists, and a server that answers, are not read either.
+	file := filepath.Join(t.TempDir(), "r.yaml")
+	if err := os.WriteFile(file, []byte("r: {description: read}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte(`{"type": "string"}`))
+	}))
+	defer srv.Close()
+	for _, ref := range []string{file + "#/r", "file://" + file + "#/r", srv.URL + "/s.json"} {
+		_, err := parse(ctx, []byte(head+"paths:\n  /a:\n    get:\n      responses: {'200': {$ref: '"+ref+"'}}\n"))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "points to another file or URL") {
+			t.Errorf("%s: %v", ref, err)
+		}
+	}
+	if n := hits.Load(); n > 0 {
+		t.Errorf("the server was asked %d times", n)
 	}
 	_, err := parse(ctx, []byte(head+"paths:\n  /a:\n    get:\n      responses: {'200': {$ref: 'other.yaml#/r'}}\n"))
 	if !strings.Contains(err.Error(), `$ref "other.yaml" points to another file or URL`) {
