@@ -119,9 +119,7 @@ func TestSwaggerConversion(t *testing.T) {
 
 	// formData without consumes: a required urlencoded object.
 	login := opNamed(t, c, "login")
-	// (kin-openapi's conversion marks the fields required, not the body,
-	// and without consumes it takes the form as JSON.)
-	if login.Body == nil {
+	if login.Body == nil || login.Body.MediaType != "application/x-www-form-urlencoded" || !login.Body.Required {
 		t.Errorf("form body: %+v", login.Body)
 	}
 	if got := jsonOf(at(t, login.InputSchema, "body")); got != `{"properties":{"remember":{"type":"boolean"},"user":{"description":"who","type":"string"}},"required":["user"],"type":"object"}` {

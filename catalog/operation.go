@@ -165,13 +165,17 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 			b.note("body", "operations skipped for their request body's media type", "%s skipped: its request body is %s; a catalog sends JSON or form-urlencoded bodies", where, strings.Join(sortedKeys(rb.content), ", "))
 			return Operation{}, false
 		}
-		o.Body = &Body{Required: rb.required, MediaType: mt}
+		// A Swagger 2.0 form is its formData parameters, converted to a
+		// body that is not required itself: it is when one of them is.
+		bodyRequired := rb.required || b.doc.version == "2.0" && media.schema != nil && media.schema.Value != nil &&
+			strings.HasPrefix(mt, "application/x-www-form-urlencoded") && len(media.schema.Value.Required) > 0
+		o.Body = &Body{Required: bodyRequired, MediaType: mt}
 		s := b.convert(toServer, media.schema)
 		if _, ok := s["description"]; !ok && rb.description != "" {
 			s["description"] = rb.description
 		}
 		props[bodyKey] = s
-		if rb.required {
+		if bodyRequired {
 			required = append(required, bodyKey)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi2"
@@ -119,7 +120,67 @@ func fromSwagger(ctx context.Context, data []byte) (doc *openapi3.T, err error) 
 	if err := openapi2.UnmarshalFromData(data, &doc2); err != nil {
 		return nil, err
 	}
+	prepareSwagger(&doc2)
 	return openapi2conv.ToV3WithLoader(&doc2, newLoader(ctx), nil)
+}
+
+// prepareSwagger settles, before openapi2conv converts a document, what
+// it would convert wrongly: a body parameter given by $ref is converted
+// once, with the document's consumes, so an operation that consumes media
+// types of its own gets a copy; and formData parameters are sent as a form
+// even where the consumes in force list neither form type.
+func prepareSwagger(doc *openapi2.T) {
+	for _, item := range doc.Paths {
+		if item == nil {
+			continue
+		}
+		shared := hasFormData(doc, item.Parameters)
+		for _, op := range item.Operations() {
+			if op == nil {
+				continue
+			}
+			consumes := op.Consumes
+			if len(consumes) == 0 {
+				consumes = doc.Consumes
+			}
+			if (shared || hasFormData(doc, op.Parameters)) && !slices.ContainsFunc(consumes, isFormType) {
+				op.Consumes = []string{"application/x-www-form-urlencoded"}
+			}
+			if len(op.Consumes) == 0 {
+				continue
+			}
+			for i, p := range op.Parameters {
+				if target := swaggerParam(doc, p); target != nil && target != p && target.In == "body" {
+					inline := *target
+					op.Parameters[i] = &inline
+				}
+			}
+		}
+	}
+}
+
+// swaggerParam is a parameter, or the one its $ref names (nil if none).
+func swaggerParam(doc *openapi2.T, p *openapi2.Parameter) *openapi2.Parameter {
+	if p == nil || p.Ref == "" {
+		return p
+	}
+	if name, ok := strings.CutPrefix(p.Ref, "#/parameters/"); ok {
+		if target := doc.Parameters[name]; target != nil && target.Ref == "" {
+			return target
+		}
+	}
+	return nil
+}
+
+func hasFormData(doc *openapi2.T, params openapi2.Parameters) bool {
+	return slices.ContainsFunc(params, func(p *openapi2.Parameter) bool {
+		t := swaggerParam(doc, p)
+		return t != nil && t.In == "formData"
+	})
+}
+
+func isFormType(mt string) bool {
+	return strings.HasPrefix(mt, "application/x-www-form-urlencoded") || strings.HasPrefix(mt, "multipart/form-data")
 }
 
 // errLibraryPanic: the library failed on a document instead of returning
