@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"regexp"
@@ -58,6 +59,8 @@ type builder struct {
 	// cut is set when a schema of the operation being built was too large
 	// to inline whole (see maxSchemaNodes).
 	cut bool
+	// memo holds the schemas converted in each direction (see memoized).
+	memo [2]map[*openapi3.Schema]*memoized
 }
 
 // notes collects the warnings of one pass over a document (decoding,
@@ -121,10 +124,14 @@ func (g *grouped) warnings() []string {
 
 // convert converts one schema of the operation being built.
 func (b *builder) convert(dir direction, schema *openapi3.SchemaRef) map[string]any {
-	c := newConverter(dir)
+	if b.memo[dir] == nil {
+		b.memo[dir] = map[*openapi3.Schema]*memoized{}
+	}
+	c := newConverter(dir, b.memo[dir])
 	s := c.ref(schema)
 	b.cut = b.cut || c.cut
-	return s
+	// Memoized conversions are shared: the caller may change its own.
+	return maps.Clone(s)
 }
 
 // operations normalizes every operation of the document, in path order.

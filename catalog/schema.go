@@ -24,13 +24,34 @@ const (
 // Schema 2020-12 maps, the dialect action input schemas are compiled with.
 type converter struct {
 	dir direction
-	// open holds the schemas being converted, to cut recursion.
-	open map[*openapi3.Schema]bool
+	// open holds the schemas being converted, to cut recursion, with
+	// their depth.
+	open map[*openapi3.Schema]int
 	// nodes counts the schemas converted; cut is set once there were more
 	// than maxSchemaNodes.
 	nodes int
 	cut   bool
+	// memo holds the conversions that did not depend on where they were
+	// made, shared by the converters of one import and direction.
+	memo map[*openapi3.Schema]*memoized
+	// hit is the smallest depth of an open schema a recursion cut met in
+	// the schema being converted; trail lists the schemas converted, in
+	// order, those of a memoized conversion as its list.
+	hit   int
+	trail []*openapi3.Schema
 }
+
+// memoized is a conversion that did not depend on where it was made: it
+// met no schema open above it and was not cut. It may be used again where
+// none of its schemas is open (else the recursion would be cut inside).
+type memoized struct {
+	out     map[string]any
+	nodes   int
+	schemas []*openapi3.Schema // distinct
+}
+
+// minMemoNodes: smaller conversions are made again rather than remembered.
+const minMemoNodes = 8
 
 // maxSchemaNodes bounds the schemas one conversion inlines. References are
 // inlined, so schemas that each refer to the next one twice expand to 2^n
@@ -38,8 +59,39 @@ type converter struct {
 // The largest real-world operation schemas inline to a few thousand.
 const maxSchemaNodes = 20000
 
-func newConverter(dir direction) *converter {
-	return &converter{dir: dir, open: map[*openapi3.Schema]bool{}}
+func newConverter(dir direction, memo map[*openapi3.Schema]*memoized) *converter {
+	return &converter{dir: dir, open: map[*openapi3.Schema]int{}, memo: memo, hit: math.MaxInt}
+}
+
+// remembered is the memoized conversion of s if it may be used here.
+func (c *converter) remembered(s *openapi3.Schema) *memoized {
+	m := c.memo[s]
+	if m == nil || c.nodes+m.nodes > maxSchemaNodes {
+		return nil
+	}
+	for _, x := range m.schemas {
+		if c.open[x] > 0 {
+			return nil
+		}
+	}
+	return m
+}
+
+// remember keeps the conversion of s, begun at trail position start and
+// at depth depth, when it did not depend on where it was made.
+func (c *converter) remember(s *openapi3.Schema, out map[string]any, nodes, start, depth, hit int) {
+	if c.memo == nil || nodes < minMemoNodes || hit < depth || c.nodes > maxSchemaNodes {
+		return
+	}
+	seen := map[*openapi3.Schema]bool{}
+	var schemas []*openapi3.Schema
+	for _, x := range c.trail[start:] {
+		if !seen[x] {
+			seen[x] = true
+			schemas = append(schemas, x)
+		}
+	}
+	c.memo[s] = &memoized{out: out, nodes: nodes, schemas: schemas}
 }
 
 // ref converts a schema that may be a reference; nil is the schema that
@@ -61,8 +113,9 @@ func (c *converter) refs(list openapi3.SchemaRefs) []any {
 
 func (c *converter) schemas(m openapi3.Schemas) map[string]any {
 	out := make(map[string]any, len(m))
-	for k, r := range m {
-		out[k] = c.ref(r)
+	// In name order: where a large schema is cut depends on it.
+	for _, k := range sortedKeys(m) {
+		out[k] = c.ref(m[k])
 	}
 	return out
 }
@@ -76,6 +129,11 @@ func (c *converter) schema(s *openapi3.Schema, ref string) map[string]any {
 		}
 		return map[string]any{}
 	}
+	if m := c.remembered(s); m != nil {
+		c.nodes += m.nodes
+		c.trail = append(c.trail, m.schemas...)
+		return m.out
+	}
 	if c.nodes++; c.nodes > maxSchemaNodes {
 		c.cut = true
 		note := "not expanded: the schema is too large to inline"
@@ -84,18 +142,30 @@ func (c *converter) schema(s *openapi3.Schema, ref string) map[string]any {
 		}
 		return map[string]any{"description": note}
 	}
-	if c.open[s] {
+	if d := c.open[s]; d > 0 {
 		// A JSON Schema could say this with $defs; inlining keeps every
 		// action schema self-contained, and one level is what agents read.
+		c.hit = min(c.hit, d)
 		note := "recursive"
 		if ref != "" {
 			note += ": " + ref
 		}
 		return map[string]any{"description": note}
 	}
-	c.open[s] = true
-	defer delete(c.open, s)
+	depth := len(c.open) + 1
+	c.open[s] = depth
+	c.trail = append(c.trail, s)
+	start, nodes, outerHit := len(c.trail)-1, c.nodes, c.hit
+	c.hit = math.MaxInt
+	out := c.convert(s)
+	delete(c.open, s)
+	c.remember(s, out, c.nodes-nodes+1, start, depth, c.hit)
+	c.hit = min(c.hit, outerHit)
+	return out
+}
 
+// convert converts one schema's keywords.
+func (c *converter) convert(s *openapi3.Schema) map[string]any {
 	out := map[string]any{}
 	c.annotations(s, out)
 	c.typeOf(s, out)
