@@ -7,13 +7,13 @@
 // an enabled catalog is the action <catalog>.<operation>: it checks its
 // input against the schema and sends one HTTP request.
 //
-// Documents are read by the package itself (no OpenAPI library): JSON or
-// YAML is decoded into plain data (decode.go), a Swagger 2.0 document is
-// converted to the OpenAPI 3 form (swagger.go), the parts a catalog reads
-// are typed (openapi.go) while schemas stay data, local $refs are
-// followed as they are met (ref.go), and departures from the
-// specification become warnings (lint.go). OpenAPI 3.0 and 3.1 documents
-// are read as they are.
+// Documents are read by kin-openapi (parse.go): its loader reads OpenAPI
+// 3.0 and 3.1 and resolves local $refs (it is never allowed to read a file
+// or a URL), openapi2conv converts Swagger 2.0 to OpenAPI 3. Before the
+// library sees a document, bounds.go refuses one that nests too deep or
+// whose YAML aliases expand too far. openapi.go takes what a catalog reads
+// from the library's model, schema.go converts its schemas, and
+// departures from the specification become warnings (lint.go).
 // Limits: one document per catalog (a $ref to another file or URL is
 // refused); request bodies are JSON or form-urlencoded (operations with
 // other bodies are skipped with a warning); cookie parameters are

@@ -2,12 +2,15 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"stepwise.dev/stepwise/action"
 )
@@ -56,6 +59,8 @@ type builder struct {
 	// cut is set when a schema of the operation being built was too large
 	// to inline whole (see maxSchemaNodes).
 	cut bool
+	// memo holds the schemas converted in each direction (see memoized).
+	memo [2]map[*openapi3.Schema]*memoized
 }
 
 // notes collects the warnings of one pass over a document (decoding,
@@ -118,11 +123,15 @@ func (g *grouped) warnings() []string {
 }
 
 // convert converts one schema of the operation being built.
-func (b *builder) convert(dir direction, schema any) map[string]any {
-	c := newConverter(b.doc, dir)
+func (b *builder) convert(dir direction, schema *openapi3.SchemaRef) map[string]any {
+	if b.memo[dir] == nil {
+		b.memo[dir] = map[*openapi3.Schema]*memoized{}
+	}
+	c := newConverter(dir, b.memo[dir])
 	s := c.ref(schema)
 	b.cut = b.cut || c.cut
-	return s
+	// Memoized conversions are shared: the caller may change its own.
+	return maps.Clone(s)
 }
 
 // operations normalizes every operation of the document, in path order.
@@ -163,13 +172,17 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 			b.note("body", "operations skipped for their request body's media type", "%s skipped: its request body is %s; a catalog sends JSON or form-urlencoded bodies", where, strings.Join(sortedKeys(rb.content), ", "))
 			return Operation{}, false
 		}
-		o.Body = &Body{Required: rb.required, MediaType: mt}
+		// A Swagger 2.0 form is its formData parameters, converted to a
+		// body that is not required itself: it is when one of them is.
+		bodyRequired := rb.required || b.doc.version == "2.0" && media.schema != nil && media.schema.Value != nil &&
+			strings.HasPrefix(mt, "application/x-www-form-urlencoded") && len(media.schema.Value.Required) > 0
+		o.Body = &Body{Required: bodyRequired, MediaType: mt}
 		s := b.convert(toServer, media.schema)
 		if _, ok := s["description"]; !ok && rb.description != "" {
 			s["description"] = rb.description
 		}
 		props[bodyKey] = s
-		if rb.required {
+		if bodyRequired {
 			required = append(required, bodyKey)
 		}
 	}
@@ -181,7 +194,10 @@ func (b *builder) operation(path, method string, item *pathItem, op *operation) 
 		}
 		param := Param{Key: key, Name: p.name, In: p.in, Required: p.required || p.in == "path"}
 		if p.in == "query" {
-			param.Explode = p.explode == nil || *p.explode
+			// OpenAPI 3's default is form, exploded; Swagger 2.0's
+			// collectionFormat is csv unless it says multi.
+			swaggerCSV := b.doc.version == "2.0" && p.schema != nil && p.schema.Value != nil && p.schema.Value.Type.Is("array")
+			param.Explode = p.explode == nil && !swaggerCSV || p.explode != nil && *p.explode
 			if p.style != "" && p.style != "form" {
 				b.note("style", "query parameters sent in the form style", "%s: query parameter %q has style %s; it is sent in the form style", where, p.name, p.style)
 			}

@@ -5,7 +5,8 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // direction tells request schemas from response schemas: a readOnly
@@ -18,19 +19,39 @@ const (
 	fromServer
 )
 
-// converter turns OpenAPI schemas (decoded data, $refs resolved as they
-// are met) into JSON Schema 2020-12 maps, the dialect action input
-// schemas are compiled with.
+// converter turns OpenAPI schemas, as the library loaded them (references
+// resolved, OpenAPI 3.1's keywords next to a $ref applied), into JSON
+// Schema 2020-12 maps, the dialect action input schemas are compiled with.
 type converter struct {
 	dir direction
-	doc *document
-	// open holds the schemas being converted, to cut recursion.
-	open map[uintptr]bool
+	// open holds the schemas being converted, to cut recursion, with
+	// their depth.
+	open map[*openapi3.Schema]int
 	// nodes counts the schemas converted; cut is set once there were more
 	// than maxSchemaNodes.
 	nodes int
 	cut   bool
+	// memo holds the conversions that did not depend on where they were
+	// made, shared by the converters of one import and direction.
+	memo map[*openapi3.Schema]*memoized
+	// hit is the smallest depth of an open schema a recursion cut met in
+	// the schema being converted; trail lists the schemas converted, in
+	// order, those of a memoized conversion as its list.
+	hit   int
+	trail []*openapi3.Schema
 }
+
+// memoized is a conversion that did not depend on where it was made: it
+// met no schema open above it and was not cut. It may be used again where
+// none of its schemas is open (else the recursion would be cut inside).
+type memoized struct {
+	out     map[string]any
+	nodes   int
+	schemas []*openapi3.Schema // distinct
+}
+
+// minMemoNodes: smaller conversions are made again rather than remembered.
+const minMemoNodes = 8
 
 // maxSchemaNodes bounds the schemas one conversion inlines. References are
 // inlined, so schemas that each refer to the next one twice expand to 2^n
@@ -38,83 +59,51 @@ type converter struct {
 // The largest real-world operation schemas inline to a few thousand.
 const maxSchemaNodes = 20000
 
-func newConverter(doc *document, dir direction) *converter {
-	return &converter{dir: dir, doc: doc, open: map[uintptr]bool{}}
+func newConverter(dir direction, memo map[*openapi3.Schema]*memoized) *converter {
+	return &converter{dir: dir, open: map[*openapi3.Schema]int{}, memo: memo, hit: math.MaxInt}
 }
 
-// identity tells one decoded object from another: a schema reached twice
-// through references is the same object.
-func identity(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+// remembered is the memoized conversion of s if it may be used here.
+func (c *converter) remembered(s *openapi3.Schema) *memoized {
+	m := c.memo[s]
+	if m == nil || c.nodes+m.nodes > maxSchemaNodes {
+		return nil
+	}
+	for _, x := range m.schemas {
+		if c.open[x] > 0 {
+			return nil
+		}
+	}
+	return m
+}
 
-// refSiblingAnnotations are the keywords next to an OpenAPI 3.1 $ref
-// that replace the referenced schema's; any other keyword next to it
-// must hold as well (it joins the schema's allOf).
-var refSiblingAnnotations = map[string]bool{"$comment": true, "allowEmptyValue": true, "default": true,
-	"deprecated": true, "description": true, "discriminator": true, "example": true, "examples": true,
-	"externalDocs": true, "nullable": true, "readOnly": true, "title": true, "writeOnly": true, "xml": true}
-
-// resolve follows a schema's references. It returns the schema to
-// convert — in OpenAPI 3.1, with the keywords written next to the $ref
-// applied — and the reference followed ("" for an inline schema).
-func (c *converter) resolve(v any) (any, string) {
-	target, ref, err := c.doc.res.follow(v)
-	if err != nil {
-		// Every reference was checked when the document was read.
-		return map[string]any{}, ref
+// remember keeps the conversion of s, begun at trail position start and
+// at depth depth, when it did not depend on where it was made.
+func (c *converter) remember(s *openapi3.Schema, out map[string]any, nodes, start, depth, hit int) {
+	if c.memo == nil || nodes < minMemoNodes || hit < depth || c.nodes > maxSchemaNodes {
+		return
 	}
-	if ref == "" || !c.doc.openAPI31() {
-		return target, ref
-	}
-	src := v.(map[string]any)
-	if view, ok := c.doc.views[identity(src)]; ok {
-		return view, ref
-	}
-	tm, ok := target.(map[string]any)
-	if !ok {
-		return target, ref
-	}
-	view := tm
-	conj := map[string]any{}
-	for k, x := range src {
-		switch {
-		case k == "$ref" || strings.HasPrefix(k, "x-"):
-		case refSiblingAnnotations[k]:
-			if identity(view) == identity(tm) {
-				view = maps.Clone(tm)
-			}
-			view[k] = x
-		default:
-			conj[k] = x
+	seen := map[*openapi3.Schema]bool{}
+	var schemas []*openapi3.Schema
+	for _, x := range c.trail[start:] {
+		if !seen[x] {
+			seen[x] = true
+			schemas = append(schemas, x)
 		}
 	}
-	if len(conj) > 0 {
-		if identity(view) == identity(tm) {
-			view = maps.Clone(tm)
-		}
-		allOf, _ := tm["allOf"].([]any)
-		view["allOf"] = append(slices.Clone(allOf), conj)
-	}
-	if identity(view) != identity(tm) {
-		if c.doc.views == nil {
-			c.doc.views = map[uintptr]map[string]any{}
-		}
-		c.doc.views[identity(src)] = view
-	}
-	return view, ref
+	c.memo[s] = &memoized{out: out, nodes: nodes, schemas: schemas}
 }
 
 // ref converts a schema that may be a reference; nil is the schema that
 // accepts anything.
-func (c *converter) ref(v any) map[string]any {
-	if v == nil {
+func (c *converter) ref(r *openapi3.SchemaRef) map[string]any {
+	if r == nil || r.Value == nil {
 		return map[string]any{}
 	}
-	s, ref := c.resolve(v)
-	return c.schema(s, ref)
+	return c.schema(r.Value, r.Ref)
 }
 
-func (c *converter) refs(v any) []any {
-	list, _ := v.([]any)
+func (c *converter) refs(list openapi3.SchemaRefs) []any {
 	out := make([]any, 0, len(list))
 	for _, r := range list {
 		out = append(out, c.ref(r))
@@ -122,24 +111,28 @@ func (c *converter) refs(v any) []any {
 	return out
 }
 
-func (c *converter) schemas(v any) map[string]any {
-	m, _ := v.(map[string]any)
+func (c *converter) schemas(m openapi3.Schemas) map[string]any {
 	out := make(map[string]any, len(m))
-	for k, r := range m {
-		out[k] = c.ref(r)
+	// In name order: where a large schema is cut depends on it.
+	for _, k := range sortedKeys(m) {
+		out[k] = c.ref(m[k])
 	}
 	return out
 }
 
 // schema converts one schema. ref is where it came from, for the note
 // that replaces a recursive occurrence.
-func (c *converter) schema(v any, ref string) map[string]any {
-	s, ok := v.(map[string]any)
-	if !ok {
-		if b, isBool := v.(bool); isBool && !b { // a 3.1 boolean schema
+func (c *converter) schema(s *openapi3.Schema, ref string) map[string]any {
+	if s.Always != nil { // a 3.1 boolean schema
+		if !*s.Always {
 			return map[string]any{"not": map[string]any{}}
 		}
 		return map[string]any{}
+	}
+	if m := c.remembered(s); m != nil {
+		c.nodes += m.nodes
+		c.trail = append(c.trail, m.schemas...)
+		return m.out
 	}
 	if c.nodes++; c.nodes > maxSchemaNodes {
 		c.cut = true
@@ -149,19 +142,30 @@ func (c *converter) schema(v any, ref string) map[string]any {
 		}
 		return map[string]any{"description": note}
 	}
-	id := identity(s)
-	if c.open[id] {
+	if d := c.open[s]; d > 0 {
 		// A JSON Schema could say this with $defs; inlining keeps every
 		// action schema self-contained, and one level is what agents read.
+		c.hit = min(c.hit, d)
 		note := "recursive"
 		if ref != "" {
 			note += ": " + ref
 		}
 		return map[string]any{"description": note}
 	}
-	c.open[id] = true
-	defer delete(c.open, id)
+	depth := len(c.open) + 1
+	c.open[s] = depth
+	c.trail = append(c.trail, s)
+	start, nodes, outerHit := len(c.trail)-1, c.nodes, c.hit
+	c.hit = math.MaxInt
+	out := c.convert(s)
+	delete(c.open, s)
+	c.remember(s, out, c.nodes-nodes+1, start, depth, c.hit)
+	c.hit = min(c.hit, outerHit)
+	return out
+}
 
+// convert converts one schema's keywords.
+func (c *converter) convert(s *openapi3.Schema) map[string]any {
 	out := map[string]any{}
 	c.annotations(s, out)
 	c.typeOf(s, out)
@@ -169,27 +173,27 @@ func (c *converter) schema(v any, ref string) map[string]any {
 	c.stringKeywords(s, out)
 	c.arrayKeywords(s, out)
 	c.objectKeywords(s, out)
-	if l, ok := s["oneOf"].([]any); ok && len(l) > 0 {
-		out["oneOf"] = c.refs(l)
+	if len(s.OneOf) > 0 {
+		out["oneOf"] = c.refs(s.OneOf)
 	}
-	if l, ok := s["anyOf"].([]any); ok && len(l) > 0 {
-		out["anyOf"] = c.refs(l)
+	if len(s.AnyOf) > 0 {
+		out["anyOf"] = c.refs(s.AnyOf)
 	}
-	if x, ok := s["not"]; ok && x != nil {
-		out["not"] = c.ref(x)
+	if s.Not != nil {
+		out["not"] = c.ref(s.Not)
 	}
-	if x, ok := s["if"]; ok && x != nil {
-		out["if"] = c.ref(x)
-		if t, ok := s["then"]; ok && t != nil {
-			out["then"] = c.ref(t)
+	if s.If != nil {
+		out["if"] = c.ref(s.If)
+		if s.Then != nil {
+			out["then"] = c.ref(s.Then)
 		}
-		if e, ok := s["else"]; ok && e != nil {
-			out["else"] = c.ref(e)
+		if s.Else != nil {
+			out["else"] = c.ref(s.Else)
 		}
 	}
-	if l, ok := s["allOf"].([]any); ok && len(l) > 0 {
-		parts := make([]map[string]any, 0, len(l))
-		for _, r := range l {
+	if len(s.AllOf) > 0 {
+		parts := make([]map[string]any, 0, len(s.AllOf))
+		for _, r := range s.AllOf {
 			parts = append(parts, c.ref(r))
 		}
 		out = mergeAllOf(out, parts)
@@ -197,50 +201,42 @@ func (c *converter) schema(v any, ref string) map[string]any {
 	return out
 }
 
-func (c *converter) annotations(s, out map[string]any) {
-	setString(out, "title", s["title"])
-	setString(out, "description", s["description"])
-	setString(out, "format", s["format"])
-	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
-		out["enum"] = slices.Clone(e)
+func (c *converter) annotations(s *openapi3.Schema, out map[string]any) {
+	setString(out, "title", s.Title)
+	setString(out, "description", s.Description)
+	setString(out, "format", s.Format)
+	if len(s.Enum) > 0 {
+		out["enum"] = plain(s.Enum)
 	}
-	if v := s["const"]; v != nil {
-		out["const"] = v
+	if s.Const != nil {
+		out["const"] = plain(s.Const)
 	}
-	if v := s["default"]; v != nil {
-		out["default"] = v
+	if s.Default != nil {
+		out["default"] = plain(s.Default)
 	}
-	if e, ok := s["examples"].([]any); ok && len(e) > 0 {
-		out["examples"] = slices.Clone(e)
-	} else if v := s["example"]; v != nil {
-		out["examples"] = []any{v}
+	if len(s.Examples) > 0 {
+		out["examples"] = plain(s.Examples)
+	} else if s.Example != nil {
+		out["examples"] = []any{plain(s.Example)}
 	}
-	setTrue(out, "deprecated", s["deprecated"])
-	setTrue(out, "readOnly", s["readOnly"])
-	setTrue(out, "writeOnly", s["writeOnly"])
+	setTrue(out, "deprecated", s.Deprecated)
+	setTrue(out, "readOnly", s.ReadOnly)
+	setTrue(out, "writeOnly", s.WriteOnly)
 }
 
 // typeOf writes type; OpenAPI 3.0's nullable becomes a "null" type.
-func (c *converter) typeOf(s, out map[string]any) {
-	var types []any
-	switch t := s["type"].(type) {
-	case string:
-		types = []any{t}
-	case []any:
-		for _, x := range t {
-			switch name := x.(type) {
-			case string:
-				types = append(types, name)
-			case nil:
-				// [string, null] in YAML: null unquoted is null, not "null".
-				types = append(types, "null")
-			}
-		}
-	}
-	if len(types) == 0 {
+func (c *converter) typeOf(s *openapi3.Schema, out map[string]any) {
+	if s.Type == nil || len(*s.Type) == 0 {
 		return
 	}
-	if s["nullable"] == true && !slices.Contains(types, any("null")) {
+	types := make([]any, 0, len(*s.Type)+1)
+	for _, t := range *s.Type {
+		if t == "" {
+			t = "null" // [string, null] in YAML: null unquoted is null, not "null"
+		}
+		types = append(types, t)
+	}
+	if s.Nullable && !slices.Contains(types, any("null")) {
 		types = append(types, "null")
 		if e, ok := out["enum"].([]any); ok && !slices.Contains(e, nil) {
 			out["enum"] = append(e, nil)
@@ -253,68 +249,64 @@ func (c *converter) typeOf(s, out map[string]any) {
 	out["type"] = types
 }
 
-func (c *converter) numberKeywords(s, out map[string]any) {
-	setNumber(out, "minimum", s["minimum"])
-	setNumber(out, "maximum", s["maximum"])
-	setNumber(out, "multipleOf", s["multipleOf"])
+func (c *converter) numberKeywords(s *openapi3.Schema, out map[string]any) {
+	setNumber(out, "minimum", s.Min)
+	setNumber(out, "maximum", s.Max)
+	setNumber(out, "multipleOf", s.MultipleOf)
 	// 3.1 writes the bound; 3.0 flags minimum/maximum as exclusive.
-	for _, k := range [...]struct{ exclusive, bound string }{{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}} {
-		switch v := s[k.exclusive].(type) {
-		case float64:
-			out[k.exclusive] = v
-		case bool:
-			if bound, ok := s[k.bound].(float64); ok && v {
-				out[k.exclusive] = bound
-				delete(out, k.bound)
-			}
+	for _, k := range [...]struct {
+		exclusive, bound string
+		b                openapi3.ExclusiveBound
+		v                *float64
+	}{{"exclusiveMinimum", "minimum", s.ExclusiveMin, s.Min}, {"exclusiveMaximum", "maximum", s.ExclusiveMax, s.Max}} {
+		switch {
+		case k.b.Value != nil:
+			out[k.exclusive] = *k.b.Value
+		case k.b.Bool != nil && *k.b.Bool && k.v != nil:
+			out[k.exclusive] = *k.v
+			delete(out, k.bound)
 		}
 	}
 }
 
-func (c *converter) stringKeywords(s, out map[string]any) {
-	setCount(out, "minLength", s["minLength"], false)
-	setCount(out, "maxLength", s["maxLength"], true)
-	setString(out, "pattern", s["pattern"])
-	setString(out, "contentMediaType", s["contentMediaType"])
-	setString(out, "contentEncoding", s["contentEncoding"])
+func (c *converter) stringKeywords(s *openapi3.Schema, out map[string]any) {
+	setCount(out, "minLength", &s.MinLength, false)
+	setCount(out, "maxLength", s.MaxLength, true)
+	setString(out, "pattern", s.Pattern)
+	setString(out, "contentMediaType", s.ContentMediaType)
+	setString(out, "contentEncoding", s.ContentEncoding)
 }
 
-func (c *converter) arrayKeywords(s, out map[string]any) {
-	if x, ok := s["items"]; ok && x != nil {
-		out["items"] = c.ref(x)
+func (c *converter) arrayKeywords(s *openapi3.Schema, out map[string]any) {
+	if s.Items != nil {
+		out["items"] = c.ref(s.Items)
 	}
-	if l, ok := s["prefixItems"].([]any); ok && len(l) > 0 {
-		out["prefixItems"] = c.refs(l)
+	if len(s.PrefixItems) > 0 {
+		out["prefixItems"] = c.refs(s.PrefixItems)
 	}
-	if x, ok := s["contains"]; ok && x != nil {
-		out["contains"] = c.ref(x)
+	if s.Contains != nil {
+		out["contains"] = c.ref(s.Contains)
 	}
-	setCount(out, "minItems", s["minItems"], false)
-	setCount(out, "maxItems", s["maxItems"], true)
-	setCount(out, "minContains", s["minContains"], true)
-	setCount(out, "maxContains", s["maxContains"], true)
-	setTrue(out, "uniqueItems", s["uniqueItems"])
-	if b := c.boolSchema(s["unevaluatedItems"]); b != nil {
+	setCount(out, "minItems", &s.MinItems, false)
+	setCount(out, "maxItems", s.MaxItems, true)
+	setCount(out, "minContains", s.MinContains, true)
+	setCount(out, "maxContains", s.MaxContains, true)
+	setTrue(out, "uniqueItems", s.UniqueItems)
+	if b := c.boolSchema(s.UnevaluatedItems.Has, s.UnevaluatedItems.Schema); b != nil {
 		out["unevaluatedItems"] = b
 	}
 }
 
-func (c *converter) objectKeywords(s, out map[string]any) {
-	props, _ := s["properties"].(map[string]any)
-	if len(props) > 0 {
-		out["properties"] = c.schemas(props)
+func (c *converter) objectKeywords(s *openapi3.Schema, out map[string]any) {
+	if len(s.Properties) > 0 {
+		out["properties"] = c.schemas(s.Properties)
 	}
 	var required []any
-	list, _ := s["required"].([]any)
-	for _, r := range list {
-		name, ok := r.(string)
-		if !ok {
-			continue
-		}
-		if p, ok := props[name]; ok && p != nil {
+	for _, name := range s.Required {
+		if p := s.Properties[name]; p != nil && p.Value != nil {
 			// A server-assigned id is required in what the server sends,
 			// never of the caller.
-			if pm, ok := c.peek(p); ok && ((c.dir == toServer && pm["readOnly"] == true) || (c.dir == fromServer && pm["writeOnly"] == true)) {
+			if (c.dir == toServer && p.Value.ReadOnly) || (c.dir == fromServer && p.Value.WriteOnly) {
 				continue
 			}
 		}
@@ -323,56 +315,80 @@ func (c *converter) objectKeywords(s, out map[string]any) {
 	if len(required) > 0 {
 		out["required"] = required
 	}
-	if b := c.boolSchema(s["additionalProperties"]); b != nil {
+	if b := c.boolSchema(s.AdditionalProperties.Has, s.AdditionalProperties.Schema); b != nil {
 		out["additionalProperties"] = b
 	}
-	if b := c.boolSchema(s["unevaluatedProperties"]); b != nil {
+	if b := c.boolSchema(s.UnevaluatedProperties.Has, s.UnevaluatedProperties.Schema); b != nil {
 		out["unevaluatedProperties"] = b
 	}
-	if m, ok := s["patternProperties"].(map[string]any); ok && len(m) > 0 {
-		out["patternProperties"] = c.schemas(m)
+	if len(s.PatternProperties) > 0 {
+		out["patternProperties"] = c.schemas(s.PatternProperties)
 	}
-	if x, ok := s["propertyNames"]; ok && x != nil {
-		out["propertyNames"] = c.ref(x)
+	if s.PropertyNames != nil {
+		out["propertyNames"] = c.ref(s.PropertyNames)
 	}
-	if m, ok := s["dependentSchemas"].(map[string]any); ok && len(m) > 0 {
-		out["dependentSchemas"] = c.schemas(m)
+	if len(s.DependentSchemas) > 0 {
+		out["dependentSchemas"] = c.schemas(s.DependentSchemas)
 	}
-	if m, ok := s["dependentRequired"].(map[string]any); ok && len(m) > 0 {
-		dr := make(map[string]any, len(m))
-		for k, v := range m {
-			names, _ := v.([]any)
-			list := []any{}
-			for _, x := range names {
-				if n, ok := x.(string); ok {
-					list = append(list, n)
-				}
+	if len(s.DependentRequired) > 0 {
+		dr := make(map[string]any, len(s.DependentRequired))
+		for k, names := range s.DependentRequired {
+			list := make([]any, 0, len(names))
+			for _, n := range names {
+				list = append(list, n)
 			}
 			dr[k] = list
 		}
 		out["dependentRequired"] = dr
 	}
-	setCount(out, "minProperties", s["minProperties"], false)
-	setCount(out, "maxProperties", s["maxProperties"], true)
-}
-
-// peek is the object a schema resolves to, without converting it.
-func (c *converter) peek(v any) (map[string]any, bool) {
-	s, _ := c.resolve(v)
-	m, ok := s.(map[string]any)
-	return m, ok
+	setCount(out, "minProperties", &s.MinProps, false)
+	setCount(out, "maxProperties", s.MaxProps, true)
 }
 
 // boolSchema converts additionalProperties-like keywords: a boolean or a
 // schema; nil when absent.
-func (c *converter) boolSchema(v any) any {
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case bool:
-		return x
+func (c *converter) boolSchema(has *bool, schema *openapi3.SchemaRef) any {
+	switch {
+	case schema != nil:
+		return c.ref(schema)
+	case has != nil:
+		return *has
 	}
-	return c.ref(v)
+	return nil
+}
+
+// plain is a value of the document (an enum, a default, an example) as
+// JSON data: the library keeps what the decoder made of it.
+func plain(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plain(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = plain(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[text(k, ",")] = plain(e)
+		}
+		return out
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case float32:
+		return float64(x)
+	}
+	return v
 }
 
 // mergeAllOf folds the parts of an allOf into one schema when they do
@@ -438,30 +454,29 @@ func mergeSchemas(dst, src map[string]any) (map[string]any, bool) {
 	return out, true
 }
 
-func setString(m map[string]any, k string, v any) {
-	if s, ok := v.(string); ok && s != "" {
-		m[k] = s
+func setString(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
 	}
 }
 
-func setTrue(m map[string]any, k string, v any) {
-	if v == true {
+func setTrue(m map[string]any, k string, v bool) {
+	if v {
 		m[k] = true
 	}
 }
 
-func setNumber(m map[string]any, k string, v any) {
-	if f, ok := v.(float64); ok {
-		m[k] = f
+func setNumber(m map[string]any, k string, v *float64) {
+	if v != nil && !math.IsInf(*v, 0) && !math.IsNaN(*v) {
+		m[k] = *v
 	}
 }
 
-// setCount writes a count keyword (minLength, maxItems…): a whole number
-// of at least 0 — at least 1 unless zero means something (a maximum).
-func setCount(m map[string]any, k string, v any, zeroMeans bool) {
-	f, ok := v.(float64)
-	if !ok || f < 0 || f != math.Trunc(f) || (f == 0 && !zeroMeans) {
+// setCount writes a count keyword (minLength, maxItems…), a whole number
+// — unless zero, which means something only for a maximum.
+func setCount(m map[string]any, k string, v *uint64, zeroMeans bool) {
+	if v == nil || (*v == 0 && !zeroMeans) {
 		return
 	}
-	m[k] = f
+	m[k] = float64(*v)
 }
