@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
+	"go.yaml.in/yaml/v4"
 )
 
 // maxSpecWarnings bounds how many departures from the specification are
@@ -76,6 +77,13 @@ func parse(ctx context.Context, data []byte) (*document, error) {
 	var found []string
 	swagger := versionField(head.Swagger, "swagger", &found)
 	openapi := versionField(head.OpenAPI, "openapi", &found)
+	if node != nil && quoteVersions(node) {
+		// The library takes these fields as strings only: give it the
+		// document with them quoted (the warnings above say so).
+		if data, err = yaml.Marshal(node); err != nil {
+			return nil, invalid("the document does not load: %v", err)
+		}
+	}
 	var doc *openapi3.T
 	d := &document{}
 	switch {
@@ -203,6 +211,42 @@ func loadError(err error) error {
 		return fmt.Errorf("$ref %q points to another file or URL; a catalog is one document and follows only references within it (#/…)", ext.Ref)
 	}
 	return err
+}
+
+// quoteVersions retags as strings the version fields YAML reads as numbers
+// when they are written without quotes (swagger: 2.0, openapi: 3.1,
+// info.version: 1.0), which the specification types as strings. It
+// reports whether it changed any.
+func quoteVersions(doc *yaml.Node) bool {
+	root := doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	changed := false
+	quote := func(n *yaml.Node) {
+		if n != nil && n.Kind == yaml.ScalarNode && (n.Tag == "!!float" || n.Tag == "!!int") {
+			n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
+			changed = true
+		}
+	}
+	quote(mapValue(root, "swagger"))
+	quote(mapValue(root, "openapi"))
+	quote(mapValue(mapValue(root, "info"), "version"))
+	return changed
+}
+
+// mapValue is the value of key in a mapping node (nil when n is not a
+// mapping or has no such key).
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // versionField reads the swagger or openapi field. A number (swagger:
