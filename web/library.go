@@ -49,13 +49,16 @@ type workflowData struct {
 	*service.WorkflowDetail
 	Graph    template.HTML
 	Runs     []runRow
-	Versions []versionRow // of the recent runs, newest first
+	Versions []versionRow // newest first
 }
 
+// maxVersions bounds the versions a workflow's page lists.
+const maxVersions = 50
+
 type versionRow struct {
-	Version string
-	Runs    int
-	Current bool
+	Version    string
+	RecordedAt time.Time
+	Current    bool
 }
 
 func (h *Handler) workflowPage(w http.ResponseWriter, r *http.Request, c caller) {
@@ -73,16 +76,13 @@ func (h *Handler) workflowPage(w http.ResponseWriter, r *http.Request, c caller)
 	}
 	runs, _, err := h.svc.ListRuns(r.Context(), service.RunFilter{Workflow: det.Name, Limit: 20})
 	if err == nil {
-		seen := map[string]int{}
 		for _, v := range runs {
 			d.Runs = append(d.Runs, rowOf(v, time.Now()))
-			i, ok := seen[v.Version]
-			if !ok {
-				i = len(d.Versions)
-				seen[v.Version] = i
-				d.Versions = append(d.Versions, versionRow{Version: v.Version, Current: v.Version == det.Version})
-			}
-			d.Versions[i].Runs++
+		}
+	}
+	if vs, err := h.svc.WorkflowVersions(r.Context(), det.Name, maxVersions); err == nil {
+		for _, v := range vs {
+			d.Versions = append(d.Versions, versionRow{Version: v.Version, RecordedAt: v.RecordedAt, Current: v.Version == det.Version})
 		}
 	}
 	h.render(w, r, "workflow", h.page(c, "Workflow "+det.Name, "workflows", d))

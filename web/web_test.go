@@ -391,7 +391,8 @@ func TestPagesRender(t *testing.T) {
 	waiting := d.start("ask-things")
 	done := d.start("nap")
 	d.waitStatus(waiting)
-	if v := d.waitStatus(done); v.Status != "succeeded" {
+	v := d.waitStatus(done)
+	if v.Status != "succeeded" {
 		t.Fatalf("nap: %s", v.Status)
 	}
 	pages := map[string][]string{
@@ -405,7 +406,7 @@ func TestPagesRender(t *testing.T) {
 		"/runs/" + waiting + "/control?action=cancel": {`name="confirm"`, "Cancel"},
 		"/runs/" + done + "/control?action=fork":      {`<select id="step" name="step">`},
 		"/workflows":                                  {"ask-things", "nap"},
-		"/workflows/nap":                              {"sleep: 300ms", `data-step="done"`, `/runs/` + done + `"`},
+		"/workflows/nap":                              {"sleep: 300ms", `data-step="done"`, `/runs/` + done + `"`, "<h2>Versions</h2>", v.Version + "</code>, first run", "(the library's now)"},
 		"/catalogs":                                   {"No catalogs"},
 		"/actions?q=noop":                             {"noop"},
 		"/actions?name=noop":                          {"Input (with:)"},
