@@ -75,6 +75,20 @@ type Pause struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// HasSecret reports whether the pause asks a secret: a secret question, or
+// a form with a secret field.
+func (p *Pause) HasSecret() bool {
+	if p.Secret {
+		return true
+	}
+	for _, f := range p.Fields {
+		if f.Secret {
+			return true
+		}
+	}
+	return false
+}
+
 // ask executes a question step: answered automatically when it can be,
 // otherwise the run pauses.
 func (e *Engine) ask(ctx context.Context, rs *runState, sx *stepExec, env map[string]any) error {

@@ -92,7 +92,7 @@ func (s *Server) elicitMode(req *mcp.CallToolRequest, p *service.Pause) string {
 		return ""
 	}
 	caps := c.Elicitation
-	if hasSecret(p) {
+	if p.HasSecret() {
 		if caps.URL != nil && s.opts.BaseURL != "" {
 			return "url"
 		}

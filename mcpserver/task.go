@@ -266,7 +266,7 @@ func (t *tasks) request(root string, p *service.Pause, problem string) *mcp.Elic
 		}
 		return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: agentSchema(p)}
 	}
-	if hasSecret(p) {
+	if p.HasSecret() {
 		if t.s.opts.BaseURL != "" {
 			_, link := t.s.secrets.open(p, t.s.opts.BaseURL) // the pause's page, made on its first read
 			return &mcp.ElicitParams{Mode: "url", URL: link, ElicitationID: pauseKey(root, p),
@@ -305,7 +305,7 @@ func answerOf(p *service.Pause, content map[string]any) any {
 			return content
 		}
 		return content["value"]
-	case hasSecret(p):
+	case p.HasSecret():
 		return content["value"]
 	}
 	if _, ok := formSchema(p); ok {
@@ -365,13 +365,13 @@ func (t *tasks) answer(ctx context.Context, runID string, p *service.Pause, resp
 	if resp.Action != "accept" {
 		return refuse("the request was " + resp.Action + "ed; the run still waits for it — tasks/cancel stops it")
 	}
-	if hasSecret(p) && t.s.opts.BaseURL != "" && p.Kind != code.PauseAgent {
+	if p.HasSecret() && t.s.opts.BaseURL != "" && p.Kind != code.PauseAgent {
 		return nil // the value arrives through the page
 	}
 	if _, err := t.s.svc.ContinueFromAgent(ctx, p.Token, answerOf(p, resp.Content)); err != nil {
 		var ee *service.Error
 		if errors.As(err, &ee) && (ee.Code == code.AnswerInvalid || ee.Code == code.SecretInClear) {
-			if hasSecret(p) {
+			if p.HasSecret() {
 				return refuse("the answer was not accepted: give $NAME, an environment variable of the server") // what was wrong may tell of the secret
 			}
 			return refuse(violationsText(ee))

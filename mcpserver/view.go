@@ -145,7 +145,7 @@ func (s *Server) pauseView(p *service.Pause) *PauseView {
 	switch {
 	case p.Kind == code.PauseAgent:
 		v.HowToAnswer = "do what the instructions say, then call run_continue with this token and a value that matches output_schema"
-	case hasSecret(p):
+	case p.HasSecret():
 		if url := s.secretURL(p); url != "" {
 			v.SecretURL = url
 			v.HowToAnswer = "a secret: never ask for it in the chat. Give the person the secret_url (a one-time page); or call run_continue with value \"$NAME\", an environment variable of the server; or the person runs `stepwise resume " + p.RunID + "` in a terminal"
@@ -161,18 +161,6 @@ func (s *Server) pauseView(p *service.Pause) *PauseView {
 		v.HowToAnswer = "ask the person (or answer from what they told you), then call run_continue with this token and the value"
 	}
 	return v
-}
-
-func hasSecret(p *service.Pause) bool {
-	if p.Secret {
-		return true
-	}
-	for _, f := range p.Fields {
-		if f.Secret {
-			return true
-		}
-	}
-	return false
 }
 
 // runResult shapes a run view.

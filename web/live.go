@@ -102,7 +102,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, _ caller) {
 			status = brief.Status
 			send(liveEvent{Kind: "status", Status: status})
 		}
-		if finished(status) {
+		if code.Finished(status) {
 			return
 		}
 		if status == code.StatusRunning || status == code.StatusPending {

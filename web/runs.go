@@ -169,7 +169,7 @@ func (h *Handler) runData(ctx context.Context, id string) (*runData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &runData{Run: v, Live: !finished(v.Status)}
+	d := &runData{Run: v, Live: !code.Finished(v.Status)}
 	for _, s := range v.Steps {
 		row := stepRow{StepView: s, Name: s.ID}
 		if s.Key != "" {
@@ -208,7 +208,7 @@ func (h *Handler) runData(ctx context.Context, id string) (*runData, error) {
 		d.Children = append(d.Children, childLink{ID: cid, Text: ch})
 	}
 	if v.Pause != nil && v.Pause.Kind == code.PauseQuestion {
-		if secretPause(v.Pause) {
+		if v.Pause.HasSecret() {
 			if h.opts.SecretURL != nil {
 				d.SecretURL = h.opts.SecretURL(v.Pause)
 			}
@@ -237,26 +237,6 @@ func eventOf(e service.StoredEvent) eventRow {
 		}
 	}
 	return eventRow{Seq: e.Seq, At: e.At, Type: e.Type, StepID: e.StepID, Data: data}
-}
-
-func finished(status string) bool {
-	switch status {
-	case code.StatusSucceeded, code.StatusFailed, code.StatusCanceled:
-		return true
-	}
-	return false
-}
-
-func secretPause(p *service.Pause) bool {
-	if p.Secret {
-		return true
-	}
-	for _, f := range p.Fields {
-		if f.Secret {
-			return true
-		}
-	}
-	return false
 }
 
 // controlsFor lists the controls that apply to a run in status.
@@ -510,10 +490,10 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c caller) {
 	d.CSRF = h.page(c, "", "", nil).CSRF
 	p := d.Run.Pause
 	seq, _ := strconv.ParseInt(r.PostFormValue("seq"), 10, 64)
-	if p == nil || p.Kind != code.PauseQuestion || p.Seq != seq || secretPause(p) {
+	if p == nil || p.Kind != code.PauseQuestion || p.Seq != seq || p.HasSecret() {
 		w.WriteHeader(http.StatusConflict)
 		d.Form = nil
-		if p != nil && p.Kind == code.PauseQuestion && !secretPause(p) {
+		if p != nil && p.Kind == code.PauseQuestion && !p.HasSecret() {
 			d.Form = formOf(p, nil, nil)
 		}
 		h.render(w, r, "run", h.page(c, "Run "+id, "runs", d).with("That question is no longer open: nothing was changed. The page shows the run as it is now."))
