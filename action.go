@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/code"
-	"stepwise.dev/stepwise/ident"
+	"stepwise.dev/stepwise/internal/action"
+	"stepwise.dev/stepwise/internal/ident"
 )
 
 // Action is an action written in Go: workflow steps call it by Name in

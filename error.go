@@ -3,7 +3,7 @@ package stepwise
 import (
 	"errors"
 
-	"stepwise.dev/stepwise/engine"
+	"stepwise.dev/stepwise/internal/engine"
 )
 
 // Error is an error a caller can act on: refused input, an unknown run,

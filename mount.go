@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/code"
-	"stepwise.dev/stepwise/mcpserver"
+	"stepwise.dev/stepwise/internal/mcpserver"
 )
 
 // MountOptions configure MountTools and MountWorkflow.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/code"
-	"stepwise.dev/stepwise/engine"
-	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/internal/engine"
+	"stepwise.dev/stepwise/internal/service"
+	"stepwise.dev/stepwise/internal/store"
 )
 
 // Run is a run as its caller sees it: secret values are masked.

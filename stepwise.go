@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"sync"
 
-	"stepwise.dev/stepwise/action"
-	"stepwise.dev/stepwise/secret"
-	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/internal/action"
+	"stepwise.dev/stepwise/internal/secret"
+	"stepwise.dev/stepwise/internal/service"
 )
 
 // Config configures an Engine. The zero value opens ~/.stepwise (or

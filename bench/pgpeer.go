@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"stepwise.dev/stepwise/store/postgres"
+	"stepwise.dev/stepwise/internal/store/postgres"
 )
 
 // DBOSPeer is the program of bench/peer/dbos (DBOS Transact for Go doing

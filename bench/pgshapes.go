@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"stepwise.dev/stepwise/action"
-	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store/postgres"
+	"stepwise.dev/stepwise/internal/action"
+	"stepwise.dev/stepwise/internal/service"
+	"stepwise.dev/stepwise/internal/store/postgres"
 )
 
 // appendEffect is the effect of the PostgreSQL figures' effect steps: it

@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
-	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/internal/service"
+	"stepwise.dev/stepwise/internal/store"
+	"stepwise.dev/stepwise/internal/store/sqlite"
 )
 
 // populateWorkflow is what the stored runs ran: three steps, so that a

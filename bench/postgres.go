@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store/postgres"
+	"stepwise.dev/stepwise/internal/service"
+	"stepwise.dev/stepwise/internal/store/postgres"
 )
 
 // envPostgres names the PostgreSQL server the postgres figures run on: the

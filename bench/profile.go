@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 
-	"stepwise.dev/stepwise/mcpserver"
-	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/internal/mcpserver"
+	"stepwise.dev/stepwise/internal/service"
 )
 
 // profileAll writes CPU profiles of the loops behind the figures into dir,

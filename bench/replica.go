@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"stepwise.dev/stepwise/service"
+	"stepwise.dev/stepwise/internal/service"
 )
 
 // replicaFlag makes the bench binary a replica of pg_replicas_3 instead

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"stepwise.dev/stepwise/action"
-	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/internal/action"
+	"stepwise.dev/stepwise/internal/service"
+	"stepwise.dev/stepwise/internal/store/sqlite"
 )
 
 // stepKind is the action of the measured steps.

@@ -3,13 +3,13 @@ package code_test
 import (
 	"testing"
 
-	"stepwise.dev/stepwise/action"
 	"stepwise.dev/stepwise/code"
-	"stepwise.dev/stepwise/engine"
-	"stepwise.dev/stepwise/mcpserver"
-	"stepwise.dev/stepwise/service"
-	"stepwise.dev/stepwise/store"
-	"stepwise.dev/stepwise/store/sqlite"
+	"stepwise.dev/stepwise/internal/action"
+	"stepwise.dev/stepwise/internal/engine"
+	"stepwise.dev/stepwise/internal/mcpserver"
+	"stepwise.dev/stepwise/internal/service"
+	"stepwise.dev/stepwise/internal/store"
+	"stepwise.dev/stepwise/internal/store/sqlite"
 )
 
 // TestSameValues: each constant equals the one the engine, store, service

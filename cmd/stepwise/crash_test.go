@@ -41,7 +41,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"stepwise.dev/stepwise/workflow"
+	"stepwise.dev/stepwise/internal/workflow"
 )
 
 const (

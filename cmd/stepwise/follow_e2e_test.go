@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"stepwise.dev/stepwise/store/postgres/pgtest"
+	"stepwise.dev/stepwise/internal/store/postgres/pgtest"
 )
 
 // follower is a `show --follow` process whose output is read line by line.

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"stepwise.dev/stepwise/cli"
+	"stepwise.dev/stepwise/internal/cli"
 )
 
 func main() {

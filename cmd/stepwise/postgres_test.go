@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"stepwise.dev/stepwise/store/postgres/pgtest"
+	"stepwise.dev/stepwise/internal/store/postgres/pgtest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

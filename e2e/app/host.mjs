@@ -78,7 +78,7 @@ function startServer() {
   mkdirSync(join(home, "workflows"), { recursive: true });
   copyFileSync(join(here, "rollout.yaml"), join(home, "workflows", "rollout.yaml"));
   copyFileSync(join(here, "release-form.yaml"), join(home, "workflows", "release-form.yaml"));
-  copyFileSync(join(here, "../../mcpserver/testdata/vault.yaml"), join(home, "workflows", "vault.yaml"));
+  copyFileSync(join(here, "../../internal/mcpserver/testdata/vault.yaml"), join(home, "workflows", "vault.yaml"));
   const proc = spawn(bin, ["--home", home, "serve", "--http", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   const url = new Promise((res, rej) => {

@@ -62,7 +62,7 @@ function run(target, era, args) {
 function newHome() {
   const home = join(scratch, `home-${Math.random().toString(36).slice(2)}`);
   mkdirSync(join(home, "workflows"), { recursive: true });
-  copyFileSync(resolve(here, "../../mcpserver/testdata/greet.yaml"), join(home, "workflows", "greet.yaml"));
+  copyFileSync(resolve(here, "../../internal/mcpserver/testdata/greet.yaml"), join(home, "workflows", "greet.yaml"));
   return home;
 }
 

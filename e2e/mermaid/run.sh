@@ -10,4 +10,4 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 npm ci --prefix "$here" --no-audit --no-fund >/dev/null
-node "$here/check.mjs" "$root"/graph/testdata/examples/*.mmd "$root"/graph/testdata/cases/*.mmd
+node "$here/check.mjs" "$root"/internal/graph/testdata/examples/*.mmd "$root"/internal/graph/testdata/cases/*.mmd

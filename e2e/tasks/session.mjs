@@ -37,7 +37,7 @@ if (!bin || modes.some((m) => m !== "stdio" && m !== "http")) {
   console.error("usage: node session.mjs /path/to/stepwise [stdio|http]...");
   process.exit(2);
 }
-const testdata = resolve(dirname(fileURLToPath(import.meta.url)), "../../mcpserver/testdata");
+const testdata = resolve(dirname(fileURLToPath(import.meta.url)), "../../internal/mcpserver/testdata");
 const homes = [];
 let label = "";
 

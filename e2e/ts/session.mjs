@@ -21,7 +21,7 @@ if (!bin) {
   console.error("usage: node session.mjs /path/to/stepwise");
   process.exit(2);
 }
-const testdata = resolve(dirname(fileURLToPath(import.meta.url)), "../../mcpserver/testdata");
+const testdata = resolve(dirname(fileURLToPath(import.meta.url)), "../../internal/mcpserver/testdata");
 const examples = resolve(dirname(fileURLToPath(import.meta.url)), "../../examples");
 const homes = [];
 // team-onboarding declares DIRECTORY_TOKEN (an optional input read from the
