@@ -202,6 +202,9 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	expect(engine.CodeAnswerInvalid, "run_continue", map[string]any{"token": tok, "value": "lower"})
 	expect(engine.CodeTokenInvalid, "run_continue", map[string]any{"token": "garbage"})
 	expect(engine.CodeStepNotFound, "run_fork", map[string]any{"run_id": r.RunID, "from_step": "nope"})
+	if te := expect(engine.CodeStepNotFound, "run_rewind", map[string]any{"run_id": r.RunID, "to_step": "nope"}); !strings.Contains(te.SuggestedAction, "run_rewind") {
+		t.Errorf("rewind to a missing step: suggested %q", te.SuggestedAction)
+	}
 	expect(engine.CodeRunNotFailed, "run_retry", map[string]any{"run_id": r.RunID})
 	if call(t, cs, "run_pause", map[string]any{"run_id": r.RunID}, nil) {
 		t.Fatal("run_pause failed")
