@@ -6,8 +6,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"stepwise.dev/stepwise/store"
+	"stepwise.dev/stepwise/store/postgres/pgtest"
+	"stepwise.dev/stepwise/workflow"
 )
 
 // fiveQuestions asks five questions (and a secret one between the 4th and
@@ -223,5 +226,62 @@ func TestRewindToAStepThatIsNoQuestion(t *testing.T) {
 	runs, _, err := h.store.ListRuns(ctx, store.RunFilter{})
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs %d %v", len(runs), err)
+	}
+}
+
+// The same on PostgreSQL: the answers carried, the old run canceled and
+// linked.
+func TestRewindOnPostgres(t *testing.T) {
+	url := pgtest.Schema(t)
+	eng, st := openPGReplica(t, url, nil)
+	ctx := context.Background()
+	res := workflow.Check([]byte(fiveQuestions), workflow.Options{})
+	def, _ := workflow.Canonical(res.Source.Value)
+	id, err := eng.Start(ctx, StartRequest{Workflow: res.Workflow, Version: res.Version, Definition: def})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauseOf := func(id string) Pause {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if _, err := eng.Wait(wctx, id); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := eng.Pauses(ctx, id)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("pauses %v %v", ps, err)
+		}
+		return ps[0]
+	}
+	for _, a := range []any{"a1", "a2", "a3"} {
+		if _, err := eng.Continue(ctx, pauseOf(id).Token, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := eng.RewindRun(ctx, id, "q2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pauseOf(again); p.StepID != "q2" || p.Default != "a2" || !p.Previous {
+		t.Fatalf("rewound pause %+v", p.Question)
+	}
+	if _, err := eng.Continue(ctx, pauseOf(again).Token, "b2"); err != nil {
+		t.Fatal(err)
+	}
+	if p := pauseOf(again); p.StepID != "q3" || p.Default != "a3" || !p.Previous {
+		t.Fatalf("q3 pause %+v", p.Question)
+	}
+	old, err := st.GetRun(ctx, id)
+	if err != nil || old.Status != store.StatusCanceled || !strings.Contains(string(old.Error), "rewound to q2 as "+again) {
+		t.Fatalf("old run %s %s %v", old.Status, old.Error, err)
+	}
+	evs, _ := st.Events(ctx, id, 0, 0)
+	var linked bool
+	for _, ev := range evs {
+		linked = linked || (ev.Type == EventRunRewound && strings.Contains(string(ev.Data), again))
+	}
+	if !linked {
+		t.Fatal("no run.rewound event naming the new run")
 	}
 }
