@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"stepwise.dev/stepwise/store"
@@ -80,6 +82,14 @@ func (rw *rewinding) check(rs *runState, step *string, from *int) error {
 		Suggestion: "rewind to one of the steps the message lists, or restart the run"}
 }
 
+// Bounds of the answers a run carries (they are part of its state, written
+// with every commit): a larger answer is not offered, and once the total
+// is reached the later answers are not either.
+const (
+	maxEarlierAnswer = 64 << 10
+	maxEarlierTotal  = 256 << 10
+)
+
 // carry puts the old run's answers in the new run's state: the latest of
 // each step key, not those of the steps before the point gone back to (the
 // new run has their results), never a secret one. Answers the old run
@@ -89,9 +99,19 @@ func (rw *rewinding) carry(rs *runState, rows []store.Step, before map[string]bo
 		return
 	}
 	st.RewoundFrom = rs.run.ID
-	earlier := map[string]any{}
-	for k, v := range rs.state.Earlier {
-		earlier[k] = v
+	raw := map[string]json.RawMessage{}
+	var order []string
+	keep := func(key string, v json.RawMessage) {
+		if _, seen := raw[key]; !seen {
+			order = append(order, key)
+		}
+		raw[key] = v
+	}
+	carried := slices.Sorted(maps.Keys(rs.state.Earlier))
+	for _, k := range carried {
+		if b, err := json.Marshal(rs.state.Earlier[k]); err == nil {
+			keep(k, b)
+		}
 	}
 	visit := map[string]int{}
 	for _, r := range rows {
@@ -101,16 +121,20 @@ func (rw *rewinding) carry(rs *runState, rows []store.Step, before map[string]bo
 		if v, seen := visit[r.Key]; seen && v > r.Visit {
 			continue
 		}
-		var v any
-		if json.Unmarshal(r.Answer, &v) != nil {
+		keep(r.Key, r.Answer)
+		visit[r.Key] = r.Visit
+	}
+	earlier, total := map[string]any{}, 0
+	for _, k := range order {
+		b := raw[k]
+		if before[k] || len(b) > maxEarlierAnswer || total+len(b) > maxEarlierTotal {
 			continue
 		}
-		earlier[r.Key], visit[r.Key] = v, r.Visit
-	}
-	for k := range earlier {
-		if before[k] {
-			delete(earlier, k)
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			continue
 		}
+		earlier[k], total = v, total+len(b)
 	}
 	if len(earlier) > 0 {
 		st.Earlier = earlier

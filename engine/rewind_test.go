@@ -285,3 +285,113 @@ func TestRewindOnPostgres(t *testing.T) {
 		t.Fatal("no run.rewound event naming the new run")
 	}
 }
+
+// An answer too large to carry is not offered; the others are. A run can
+// be rewound to an agent step.
+func TestRewindBoundsAndAgentSteps(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	const doc = `version: 1
+name: big
+steps:
+  - id: small
+    ask: {prompt: "Small?", type: string}
+  - id: big
+    ask: {prompt: "Big?", type: string}
+  - id: write
+    agent: {instructions: "Write it."}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("x", maxEarlierAnswer+1)
+	r := h.answerAll(id, map[string]any{"small": "s", "big": huge, "write": map[string]any{"text": "done"}}, nil)
+	if r.Status != store.StatusSucceeded {
+		t.Fatalf("run %s %s", r.Status, r.Error)
+	}
+	again, err := h.eng.RestartRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]Pause{}
+	h.answerAll(again, map[string]any{"big": "b", "write": map[string]any{"text": "again"}}, func(p Pause) { seen[p.StepID] = p })
+	if p := seen["small"]; p.Default != "s" || !p.Previous {
+		t.Fatalf("small %v %v", p.Default, p.Previous)
+	}
+	if p := seen["big"]; p.Default != nil || p.Previous {
+		t.Fatalf("an answer over %d bytes was offered", maxEarlierAnswer)
+	}
+	third, err := h.eng.RewindRun(ctx, again, "write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := h.wait(third); r.Status != store.StatusWaiting || h.pause(third).Kind != KindAgent {
+		t.Fatalf("rewound to the agent step: %s", r.Status)
+	}
+}
+
+// Questions inside a foreach offer each item's own earlier answer.
+func TestRewindOffersNestedAnswersPerItem(t *testing.T) {
+	h := newHarness(t)
+	const doc = `version: 1
+name: per-item
+steps:
+  - id: first
+    ask: {prompt: "First?", type: string}
+  - id: each
+    foreach: ${{ ["web", "db"] }}
+    concurrency: 1
+    steps:
+      - id: size
+        ask: {prompt: "Size of ${{ item }}?", type: choice, choices: [s, m, l]}
+`
+	id, err := h.start(doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]any{"Size of web?": "m", "Size of db?": "l"}
+	answer := func(id string, check func(Pause)) {
+		for {
+			if r := h.wait(id); r.Status != store.StatusWaiting {
+				if r.Status != store.StatusSucceeded {
+					t.Fatalf("run %s %s", r.Status, r.Error)
+				}
+				return
+			}
+			ps, err := h.eng.Pauses(context.Background(), id)
+			if err != nil || len(ps) == 0 {
+				t.Fatalf("pauses %v %v", ps, err)
+			}
+			p := ps[0]
+			if check != nil {
+				check(p)
+			}
+			v := any("f")
+			if p.StepID == "size" {
+				v = sizes[p.Prompt]
+			}
+			if _, err := h.eng.Continue(context.Background(), p.Token, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	answer(id, nil)
+	again, err := h.eng.RewindRun(context.Background(), id, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	answer(again, func(p Pause) {
+		if p.StepID != "size" {
+			return
+		}
+		asked++
+		if p.Default != sizes[p.Prompt] || !p.Previous {
+			t.Errorf("%s offers %v (previous %v)", p.Prompt, p.Default, p.Previous)
+		}
+	})
+	if asked != 2 {
+		t.Fatalf("asked %d item questions", asked)
+	}
+}
