@@ -28,6 +28,9 @@ func nextStep(e *service.Error) string {
 	case code.RunBusy:
 		return "`stepwise show " + run + "` shows where it is now; then run the command again"
 	case code.StepNotFound:
+		if e.Argument == "to_step" {
+			return "give one of the steps listed, or start over with `stepwise restart " + run + "`"
+		}
 		return "give --from one of the top-level steps listed (`stepwise show " + run + "` shows the run's steps)"
 	case code.PauseTimedOut:
 		return "`stepwise show " + run + "` shows the failed step; `stepwise retry " + run + "` runs it again from there"

@@ -90,7 +90,7 @@ func questionField(q service.Question, title string) (huh.Field, func() (string,
 	switch q.Type {
 	case "boolean":
 		v, _ := q.Default.(bool)
-		f := huh.NewConfirm().Title(label).Description(q.Help).Value(&v)
+		f := huh.NewConfirm().Title(label).Description(questionHelp(q)).Value(&v)
 		return f, func() (string, any, error) { return q.Name, v, nil }
 	case "choice":
 		idx := 0
@@ -101,7 +101,7 @@ func questionField(q service.Question, title string) (huh.Field, func() (string,
 				idx = i
 			}
 		}
-		f := huh.NewSelect[int]().Title(label).Description(q.Help).Options(opts...).Value(&idx)
+		f := huh.NewSelect[int]().Title(label).Description(questionHelp(q)).Options(opts...).Value(&idx)
 		return f, func() (string, any, error) { return q.Name, q.Choices[idx].Value, nil }
 	case "multi-choice":
 		var picked []int
@@ -120,7 +120,7 @@ func questionField(q service.Question, title string) (huh.Field, func() (string,
 			}
 			return out
 		}
-		f := huh.NewMultiSelect[int]().Title(label).Description(q.Help).Options(opts...).Value(&picked).Filterable(false).
+		f := huh.NewMultiSelect[int]().Title(label).Description(questionHelp(q)).Options(opts...).Value(&picked).Filterable(false).
 			Validate(func([]int) error { return check(values()) })
 		return f, func() (string, any, error) { return q.Name, values(), nil }
 	default:
@@ -129,7 +129,7 @@ func questionField(q service.Question, title string) (huh.Field, func() (string,
 			text = fmt.Sprint(q.Default)
 		}
 		parse := func(s string) (any, error) { return workflow.ParseText(s, q.Type) }
-		in := huh.NewInput().Title(label).Description(q.Help).Value(&text).Validate(func(s string) error {
+		in := huh.NewInput().Title(label).Description(questionHelp(q)).Value(&text).Validate(func(s string) error {
 			v, err := parse(s)
 			if err != nil {
 				return err

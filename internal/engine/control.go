@@ -81,6 +81,11 @@ func (e *Engine) RetryRun(ctx context.Context, runID string, inputs map[string]a
 // ForkRun starts a new run of the same version from a top-level step, with
 // the recorded results of the steps before it and the given input changes.
 func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map[string]any) (string, error) {
+	return e.fork(ctx, runID, fromStep, inputs, nil)
+}
+
+// fork is ForkRun; with rw, a rewind or restart (rewind.go).
+func (e *Engine) fork(ctx context.Context, runID, fromStep string, inputs map[string]any, rw *rewinding) (string, error) {
 	rs, err := e.load(ctx, runID)
 	if err != nil {
 		return "", notFound(runID, err)
@@ -92,6 +97,9 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 		if s.ID == fromStep {
 			from = i
 		}
+	}
+	if err := rw.check(rs, &fromStep, &from); err != nil {
+		return "", err
 	}
 	if from < 0 {
 		return "", &Error{Code: CodeStepNotFound, Category: CategoryNotFound, RunID: runID, StepID: fromStep, Argument: "from_step",
@@ -151,10 +159,12 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 		return "", err
 	}
 	now := e.now().UTC()
-	state, _ := json.Marshal(State{Cursor: from, StartedAt: now, Depth: rs.state.Depth, Dir: rs.state.Dir, Sealed: rs.state.Sealed})
+	st := State{Cursor: from, StartedAt: now, Depth: rs.state.Depth, Dir: rs.state.Dir, Sealed: rs.state.Sealed}
+	rw.carry(rs, rows, before, &st)
+	state, _ := json.Marshal(st)
 	run := store.Run{ID: id.String(), Workflow: rs.run.Workflow, Version: rs.run.Version, Status: store.StatusRunning,
 		Inputs: stored, State: state, ParentID: rs.run.ParentID, CreatedAt: now}
-	events := []store.Event{e.event(rs, EventRunForked, fromStep, map[string]any{"from_run": runID, "from_step": fromStep, "reused_steps": len(copied)}, now),
+	events := []store.Event{e.event(rs, EventRunForked, fromStep, rw.data(map[string]any{"from_run": runID, "from_step": fromStep, "reused_steps": len(copied)}), now),
 		{Type: EventRunStarted, At: now}}
 	run.Lease = e.newLease(now)
 	res, err := e.store.CreateRun(ctx, run, events, copied...)
@@ -164,6 +174,7 @@ func (e *Engine) ForkRun(ctx context.Context, runID, fromStep string, inputs map
 	e.publish(run.ID, store.StatusRunning, events, res.EventSeqs)
 	e.install(res.Lease)
 	e.schedule(run.ID)
+	rw.leave(ctx, e, runID, run.ID, fromStep)
 	return run.ID, nil
 }
 

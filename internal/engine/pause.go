@@ -321,11 +321,13 @@ func (e *Engine) choicesFrom(ctx context.Context, rs *runState, sx *stepExec, cf
 }
 
 // previousAnswer finds the answer this question got the last time it was
-// asked in this run (a goto loop, a retried or restored run).
+// asked in this run (a goto loop, a retried or restored run), or in the
+// run this one was rewound from.
 func (e *Engine) previousAnswer(rs *runState, sx *stepExec) (any, bool) {
 	r, ok := rs.results[sx.s.ID]
 	if !ok || r.Answer == nil {
-		return nil, false
+		v, ok := rs.state.Earlier[sx.key] // rewound: the earlier run's
+		return v, ok
 	}
 	return r.Answer, true
 }

@@ -53,6 +53,12 @@ type State struct {
 	// run was given values computed from secrets (by the step of a parent
 	// run): they are stored sealed and are secret in this run.
 	Sealed []string `json:"sealed,omitempty"`
+	// Earlier holds, by step key, the answers of the run this one was
+	// rewound or restarted from (none secret): offered as defaults until
+	// this run answers the question itself (rewind.go).
+	Earlier map[string]any `json:"earlier,omitempty"`
+	// RewoundFrom is that run.
+	RewoundFrom string `json:"rewound_from,omitempty"`
 }
 
 // Final is the outcome a finishing run will record.

@@ -268,6 +268,9 @@ func fieldSchema(q service.Question) (map[string]any, bool) {
 	if q.Help != "" {
 		prop["description"] = q.Help
 	}
+	if q.Previous {
+		prop["description"] = withPreviousHint(q.Help)
+	}
 	switch q.Type {
 	case "string", "":
 		prop["type"] = "string"

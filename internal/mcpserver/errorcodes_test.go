@@ -208,6 +208,9 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	expect(code.AnswerInvalid, "run_continue", map[string]any{"token": tok, "value": "lower"})
 	expect(code.TokenInvalid, "run_continue", map[string]any{"token": "garbage"})
 	expect(code.StepNotFound, "run_fork", map[string]any{"run_id": r.RunID, "from_step": "nope"})
+	if te := expect(code.StepNotFound, "run_rewind", map[string]any{"run_id": r.RunID, "to_step": "nope"}); !strings.Contains(te.SuggestedAction, "run_rewind") {
+		t.Errorf("rewind to a missing step: suggested %q", te.SuggestedAction)
+	}
 	expect(code.RunNotFailed, "run_retry", map[string]any{"run_id": r.RunID})
 	if call(t, cs, "run_pause", map[string]any{"run_id": r.RunID}, nil) {
 		t.Fatal("run_pause failed")

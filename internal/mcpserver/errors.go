@@ -204,6 +204,9 @@ func nextStep(e *service.Error) string {
 	case code.RunBusy:
 		return "call run_get to see where the run is now, then make the call again"
 	case code.StepNotFound:
+		if e.Argument == "to_step" {
+			return "call run_rewind again with to_step one of the steps the message lists, or run_restart"
+		}
 		return "call run_fork again with from_step one of the top-level steps the message lists (run_get shows the run's steps)"
 	case code.TokenExpired:
 		if e.RunID != "" {

@@ -271,6 +271,8 @@ func (s *Server) addRunTools() {
 			return s.await(ctx, req, sub, id, wait, true)
 		})
 
+	s.addRewindTools() // rewind.go
+
 	addTool(s, &mcp.Tool{Name: "run_pause", Title: "Hold a run",
 		Description: "Hold a run: no further steps (an in-flight one runs again later) until run_resume.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}},

@@ -65,12 +65,20 @@ var builtinSchemas = map[string]toolSchema{
 		Input:  `{"additionalProperties":false,"properties":{"confirm":{"description":"the person agreed (when your client cannot elicit)","type":"boolean"},"older_than":{"description":"finished at least this long ago: 30d, 12h, 1d12h","type":"string"},"status":{"description":"succeeded, failed or canceled (default all)","type":"string"},"workflow":{"type":"string"}},"type":"object"}`,
 		Output: ``,
 	},
+	"run_restart": {
+		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id"],"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+	},
 	"run_resume": {
 		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id"],"type":"object"}`,
 		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_retry": {
 		Input:  `{"additionalProperties":false,"properties":{"inputs":{"type":"object"},"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id"],"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+	},
+	"run_rewind": {
+		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"to_step":{"description":"a top-level question or agent step","type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id","to_step"],"type":"object"}`,
 		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_start": {

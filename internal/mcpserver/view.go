@@ -112,7 +112,10 @@ type PauseView struct {
 	Min     *float64          `json:"min,omitempty"`
 	Max     *float64          `json:"max,omitempty"`
 	Default any               `json:"default,omitempty"`
-	Secret  bool              `json:"secret,omitempty"`
+	// Previous: Default is the answer given the last time (a revisit, or
+	// the run this one was rewound or restarted from).
+	Previous bool `json:"previous,omitempty"`
+	Secret   bool `json:"secret,omitempty"`
 	// ChoicesError: the question's choices could not be computed
 	// (choices_from failed), so it takes free text.
 	ChoicesError string             `json:"choices_error,omitempty"`
@@ -140,7 +143,7 @@ func (s *Server) pauseView(p *service.Pause) *PauseView {
 	}
 	v := &PauseView{Kind: p.Kind, StepID: p.StepID, RunID: p.RunID, Token: p.Token, ExpiresAt: p.ExpiresAt, Title: p.Title,
 		Prompt: p.Prompt, Help: p.Help, Type: p.Type, Choices: p.Choices, Pattern: p.Pattern, Min: p.Min, Max: p.Max,
-		Default: p.Default, Secret: p.Secret, ChoicesError: p.ChoicesError, Fields: p.Fields,
+		Default: p.Default, Previous: p.Previous, Secret: p.Secret, ChoicesError: p.ChoicesError, Fields: p.Fields,
 		Instructions: p.Instructions, Persona: p.Persona, OutputSchema: p.OutputSchema, Context: p.Context, TimeoutAt: p.TimeoutAt}
 	switch {
 	case p.Kind == code.PauseAgent:

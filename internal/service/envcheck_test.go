@@ -147,7 +147,7 @@ func readsAfterStart(t *testing.T, svc *Service, answer string) map[string]any {
 }
 
 // A run started where the policy did not apply is checked again when a
-// restricted server retries or forks it.
+// restricted server retries, forks, rewinds or restarts it.
 func TestRetryAndForkCheckTheEnvPolicy(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
@@ -180,6 +180,12 @@ func TestRetryAndForkCheckTheEnvPolicy(t *testing.T) {
 	}
 	if _, err := server.ForkRun(ctx, id, "a", nil); engine.CodeOf(err) != CodeEnvNotAllowed {
 		t.Errorf("fork: %v, want %s", err, CodeEnvNotAllowed)
+	}
+	if _, err := server.RewindRun(ctx, id, "a"); engine.CodeOf(err) != CodeEnvNotAllowed {
+		t.Errorf("rewind: %v, want %s", err, CodeEnvNotAllowed)
+	}
+	if _, err := server.RestartRun(ctx, id); engine.CodeOf(err) != CodeEnvNotAllowed {
+		t.Errorf("restart: %v, want %s", err, CodeEnvNotAllowed)
 	}
 }
 

@@ -305,6 +305,7 @@ type answerForm struct {
 type formField struct {
 	Name, Label, Help, Input, Value, Pattern string
 	Required                                 bool
+	Previous                                 bool // Value is the earlier answer
 	Min, Max                                 string
 	Choices                                  []formChoice
 	Multi                                    bool
@@ -321,7 +322,7 @@ type formChoice struct {
 func formOf(p *service.Pause, posted url.Values, problems map[string][]string) *answerForm {
 	f := &answerForm{Seq: p.Seq, StepID: p.StepID, Title: p.Title, Prompt: p.Prompt, Help: p.Help}
 	field := func(name string, q service.Question, label string) formField {
-		ff := formField{Name: name, Label: label, Help: q.Help, Input: "text", Pattern: q.Pattern, Required: q.Default == nil}
+		ff := formField{Name: name, Label: label, Help: q.Help, Input: "text", Pattern: q.Pattern, Required: q.Default == nil, Previous: q.Previous}
 		if q.Min != nil {
 			ff.Min = strconv.FormatFloat(*q.Min, 'f', -1, 64)
 		}
