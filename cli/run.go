@@ -43,6 +43,7 @@ type runResult struct {
 
 func newRunCmd(g *globals) *cobra.Command {
 	o := &runOptions{}
+	ro := &remoteOptions{}
 	cmd := &cobra.Command{
 		Use:   "run FILE|NAME",
 		Short: "Run a workflow: asks its questions in the terminal, or takes answers from a file",
@@ -55,10 +56,14 @@ func newRunCmd(g *globals) *cobra.Command {
 			"2 usage or I/O error, 3 waiting for an answer, 130 interrupted (the run stays resumable).",
 		Args: exactArgs(1, "run: give one workflow file or name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ro.remote() {
+				return runRemote(cmd, o, ro, args[0])
+			}
 			return runWorkflow(cmd, g, o, args[0])
 		},
 	}
 	o.flags(cmd)
+	ro.flags(cmd)
 	cmd.Flags().StringArrayVarP(&o.inputs, "input", "i", nil, "an input as name=value (repeatable)")
 	cmd.Flags().BoolVar(&o.detach, "detach", false, "record the run and exit without executing it (resume it later)")
 	return cmd
@@ -66,30 +71,35 @@ func newRunCmd(g *globals) *cobra.Command {
 
 func newResumeCmd(g *globals) *cobra.Command {
 	o := &runOptions{}
+	ro := &remoteOptions{}
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "resume RUN | --all",
+		Use:   "resume RUN | --all | --session FILE",
 		Short: "Continue a run: drive it if it was interrupted, answer its pause if it waits",
 		Long: "Continue a run that was interrupted (Ctrl-C, crash) or that waits for an answer.\n" +
 			"With --all, drive every interrupted run of the home until none is running.",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if all && len(args) == 0 {
+			if (all || cmd.Flags().Changed("session")) && len(args) == 0 {
 				return nil
 			}
 			if !all && len(args) == 1 {
 				return nil
 			}
-			return usageErr("resume: give one run id, or --all")
+			return usageErr("resume: give one run id, or --all, or --session FILE")
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all {
 				return resumeAll(cmd, g)
+			}
+			if cmd.Flags().Changed("session") {
+				return resumeRemote(cmd, o, ro)
 			}
 			return resumeRun(cmd, g, o, args[0])
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "drive every interrupted run until none is running")
+	ro.flags(cmd)
 	return cmd
 }
 
