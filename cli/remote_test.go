@@ -298,3 +298,54 @@ func TestRemoteStatelessServer(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 }
+
+// Through a stdio server the client starts (a stored one here), the run
+// completes from the terminal, typed in a real pty; a secret typed in the
+// terminal is refused with a clear error (a stdio server has no secret
+// page and takes no secret in clear), and "$NAME" of the server's
+// environment is sent as the reference it is.
+func TestRemoteStdioServerInTerminal(t *testing.T) {
+	bin, err := ptyBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	home := t.TempDir()
+	serverCmd := bin + " --home " + home + " serve --allow-env REMOTE_TEST_PW"
+	wf := writeFile(t, dir, "q.yaml", remoteQuestions)
+	sessPath := filepath.Join(dir, "session.json")
+	t.Setenv("REMOTE_TEST_PW", "from-the-environment")
+
+	p := startPty(t, "run", "--server-cmd", serverCmd, wf, "--session", sessPath)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, step := range []struct{ prompt, typed string }{{"Your-name?", "Ada\r"}, {"Your-age?", "36\r"}, {"A-password?", "typed-in-clear\r"}} {
+		if err := p.waitFor(ctx, step.prompt); err != nil {
+			t.Fatal(err)
+		}
+		p.typeText(step.typed)
+	}
+	if err := p.waitFor(ctx, "offers no secret page"); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.wait(ctx); err != nil || code != ExitInvalid {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	sess := readSession(t, sessPath)
+	if sess.ServerCmd != serverCmd || sess.Pause == nil || sess.Pause.StepID != "pw" {
+		t.Fatalf("session %+v", sess)
+	}
+
+	ans := writeFile(t, dir, "pw.yaml", "pw: $REMOTE_TEST_PW\n")
+	out, errOut, code := runBin(t, dir, "resume", "--session", sessPath, "--answers", ans, "--json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	var res runResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.RunID != sess.RunID || res.Outputs["greeting"] != "hi Ada" || res.Outputs["age"] != float64(36) {
+		t.Fatalf("result %+v", res)
+	}
+}
