@@ -52,6 +52,11 @@ func newRunCmd(g *globals) *cobra.Command {
 			"In a terminal, questions are asked interactively and agent steps show their instructions.\n" +
 			"Otherwise answers come from --answers (a YAML/JSON map of step id to answer); when one is\n" +
 			"missing the run is left waiting and its pause is printed.\n\n" +
+			"With --server URL (streamable HTTP, bearer token from $STEPWISE_TOKEN) or --server-cmd CMD\n" +
+			"(a stdio server it starts), the run goes through that MCP server instead, asked here the same\n" +
+			"way; --session FILE (default .stepwise/session.json) keeps where it is, for\n" +
+			"`stepwise resume --session FILE`. A secret goes to the server's one-time secret page, over TLS\n" +
+			"or loopback only (or answer $NAME, a variable of the server's environment).\n\n" +
 			"Exit status: 0 succeeded, 1 failed or canceled (or invalid workflow/inputs/answers),\n" +
 			"2 usage or I/O error, 3 waiting for an answer, 130 interrupted (the run stays resumable).",
 		Args: exactArgs(1, "run: give one workflow file or name"),
