@@ -60,6 +60,8 @@ type remoteClient struct {
 	stderr  *tailBuffer
 	calls   int
 	printMu sync.Mutex
+	// root is the run's id as the progress handler reads it.
+	root atomic.Value
 	// lastLine is when the last progress line was printed or the last
 	// call returned (UnixNano).
 	lastLine atomic.Int64
@@ -218,7 +220,7 @@ func (c *remoteClient) onProgress(_ context.Context, r *mcp.ProgressNotification
 		return
 	}
 	depth := 0
-	if c.sess.RunID != "" && ev.RunID != c.sess.RunID {
+	if root, _ := c.root.Load().(string); root != "" && ev.RunID != root {
 		depth = 1 // a sub-workflow's run
 	}
 	c.printMu.Lock()
@@ -307,6 +309,7 @@ func resultText(res *mcp.CallToolResult) string {
 func (c *remoteClient) record(r *remoteResult) error {
 	s := c.sess
 	s.RunID, s.Status, s.Token, s.Pause = r.RunID, r.Status, "", nil
+	c.root.Store(r.RunID)
 	if len(r.State) > 0 && string(r.State) != "null" {
 		s.State = r.State
 	}
@@ -477,6 +480,7 @@ func (c *remoteClient) interrupted() error {
 // running run with run_get, and prints the outcome as the local run
 // does, with the same exit codes.
 func (c *remoteClient) drive(ctx context.Context, cmd *cobra.Command, o *runOptions, r *remoteResult, answers map[string]any, interrupted func() bool) error {
+	c.root.Store(r.RunID)
 	p := o.prompter
 	if p == nil && !o.noInput && isTerminal(os.Stdin) && isTerminal(os.Stderr) {
 		in, err := openTerminalInput(os.Stdin)

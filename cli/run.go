@@ -62,6 +62,9 @@ func newRunCmd(g *globals) *cobra.Command {
 		Args: exactArgs(1, "run: give one workflow file or name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ro.remote() {
+				if o.detach {
+					return usageErr("--detach runs in this process's home: not with --server or --server-cmd")
+				}
 				return runRemote(cmd, o, ro, args[0])
 			}
 			return runWorkflow(cmd, g, o, args[0])
@@ -82,7 +85,9 @@ func newResumeCmd(g *globals) *cobra.Command {
 		Use:   "resume RUN | --all | --session FILE",
 		Short: "Continue a run: drive it if it was interrupted, answer its pause if it waits",
 		Long: "Continue a run that was interrupted (Ctrl-C, crash) or that waits for an answer.\n" +
-			"With --all, drive every interrupted run of the home until none is running.",
+			"With --all, drive every interrupted run of the home until none is running.\n" +
+			"With --session FILE, continue a run started with `stepwise run --server|--server-cmd` (a\n" +
+			"stored server gives its open pause again; a stateless one continues from the state kept).",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (all || cmd.Flags().Changed("session")) && len(args) == 0 {
 				return nil
