@@ -439,9 +439,11 @@ func resumeRemote(cmd *cobra.Command, o *runOptions, ro *remoteOptions) error {
 	}
 	defer c.close()
 	var r *remoteResult
-	if len(sess.State) > 0 && sess.Pause != nil {
-		pause, _ := json.Marshal(remotePause{Pause: *sess.Pause})
-		r = &remoteResult{RunID: sess.RunID, Status: sess.Status, Pause: pause, State: sess.State}
+	if len(sess.State) > 0 { // a stateless server: the session holds the run
+		r = &remoteResult{RunID: sess.RunID, Status: sess.Status, State: sess.State}
+		if sess.Pause != nil {
+			r.Pause, _ = json.Marshal(remotePause{Pause: *sess.Pause})
+		}
 	} else {
 		r, err = c.call(ctx, "run_get", map[string]any{"run_id": sess.RunID})
 		if err != nil {

@@ -349,3 +349,33 @@ func TestRemoteStdioServerInTerminal(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 }
+
+// Ctrl-C at a question ends the client with 130 and says how to resume;
+// the session file still holds the open question.
+func TestRemoteInterrupt(t *testing.T) {
+	url := startHTTPServer(t)
+	t.Setenv("STEPWISE_TOKEN", remoteToken)
+	dir := t.TempDir()
+	wf := writeFile(t, dir, "q.yaml", remoteQuestions)
+	sessPath := filepath.Join(dir, "session.json")
+	p := startPty(t, "run", "--server", url, wf, "--session", sessPath)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.waitFor(ctx, "Your-name?"); err != nil {
+		t.Fatal(err)
+	}
+	p.typeText("Ad\x03")
+	code, err := p.wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d", code, ExitInterrupted)
+	}
+	if err := p.waitFor(ctx, "stepwise resume --session "+sessPath); err != nil {
+		t.Fatal(err)
+	}
+	if s := readSession(t, sessPath); s.Pause == nil || s.Pause.StepID != "name" || s.Status != "waiting" {
+		t.Fatalf("session %+v", s)
+	}
+}
