@@ -497,7 +497,12 @@ func (c *remoteClient) drive(ctx context.Context, cmd *cobra.Command, o *runOpti
 		switch r.Status {
 		case store.StatusRunning, store.StatusPending:
 			var err error
-			if r, err = c.call(ctx, "run_get", map[string]any{"run_id": r.RunID, "wait_seconds": remoteWait}); err != nil {
+			if len(r.State) > 0 { // a stateless server goes on from the state
+				r, err = c.call(ctx, "run_continue", map[string]any{"state": r.State, "wait_seconds": remoteWait})
+			} else {
+				r, err = c.call(ctx, "run_get", map[string]any{"run_id": r.RunID, "wait_seconds": remoteWait})
+			}
+			if err != nil {
 				return c.failed(err, interrupted)
 			}
 			continue

@@ -254,12 +254,16 @@ func TestRemoteResumeAfterKill(t *testing.T) {
 }
 
 // statelessServer is the stateless server's command, or skips when this
-// build has none (h-stateless, issue 26 item 1, not merged yet).
+// build has none (h-stateless, issue 26 item 1, not merged yet);
+// $STEPWISE_TEST_STATELESS_BIN names another build to serve with.
 func statelessServer(t *testing.T) string {
 	t.Helper()
 	bin, err := ptyBinary()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if other := os.Getenv("STEPWISE_TEST_STATELESS_BIN"); other != "" {
+		bin = other
 	}
 	help, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
 	if !bytes.Contains(help, []byte("--stateless")) {
