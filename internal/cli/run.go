@@ -42,6 +42,7 @@ type runResult struct {
 
 func newRunCmd(g *globals) *cobra.Command {
 	o := &runOptions{}
+	ro := &remoteOptions{}
 	cmd := &cobra.Command{
 		Use:   "run FILE|NAME",
 		Short: "Run a workflow: asks its questions in the terminal, or takes answers from a file",
@@ -50,14 +51,26 @@ func newRunCmd(g *globals) *cobra.Command {
 			"In a terminal, questions are asked interactively and agent steps show their instructions.\n" +
 			"Otherwise answers come from --answers (a YAML/JSON map of step id to answer); when one is\n" +
 			"missing the run is left waiting and its pause is printed.\n\n" +
+			"With --server URL (streamable HTTP, bearer token from $STEPWISE_TOKEN) or --server-cmd CMD\n" +
+			"(a stdio server it starts), the run goes through that MCP server instead, asked here the same\n" +
+			"way; --session FILE (default .stepwise/session.json) keeps where it is, for\n" +
+			"`stepwise resume --session FILE`. A secret goes to the server's one-time secret page, over TLS\n" +
+			"or loopback only (or answer $NAME, a variable of the server's environment).\n\n" +
 			"Exit status: 0 succeeded, 1 failed or canceled (or invalid workflow/inputs/answers),\n" +
 			"2 usage or I/O error, 3 waiting for an answer, 130 interrupted (the run stays resumable).",
 		Args: exactArgs(1, "run: give one workflow file or name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if ro.remote() {
+				if o.detach {
+					return usageErr("--detach runs in this process's home: not with --server or --server-cmd")
+				}
+				return runRemote(cmd, o, ro, args[0])
+			}
 			return runWorkflow(cmd, g, o, args[0])
 		},
 	}
 	o.flags(cmd)
+	ro.flags(cmd)
 	cmd.Flags().StringArrayVarP(&o.inputs, "input", "i", nil, "an input as name=value (repeatable)")
 	cmd.Flags().BoolVar(&o.detach, "detach", false, "record the run and exit without executing it (resume it later)")
 	return cmd
@@ -65,30 +78,37 @@ func newRunCmd(g *globals) *cobra.Command {
 
 func newResumeCmd(g *globals) *cobra.Command {
 	o := &runOptions{}
+	ro := &remoteOptions{}
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "resume RUN | --all",
+		Use:   "resume RUN | --all | --session FILE",
 		Short: "Continue a run: drive it if it was interrupted, answer its pause if it waits",
 		Long: "Continue a run that was interrupted (Ctrl-C, crash) or that waits for an answer.\n" +
-			"With --all, drive every interrupted run of the home until none is running.",
+			"With --all, drive every interrupted run of the home until none is running.\n" +
+			"With --session FILE, continue a run started with `stepwise run --server|--server-cmd` (a\n" +
+			"stored server gives its open pause again; a stateless one continues from the state kept).",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if all && len(args) == 0 {
+			if (all || cmd.Flags().Changed("session")) && len(args) == 0 {
 				return nil
 			}
 			if !all && len(args) == 1 {
 				return nil
 			}
-			return usageErr("resume: give one run id, or --all")
+			return usageErr("resume: give one run id, or --all, or --session FILE")
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all {
 				return resumeAll(cmd, g)
+			}
+			if cmd.Flags().Changed("session") {
+				return resumeRemote(cmd, o, ro)
 			}
 			return resumeRun(cmd, g, o, args[0])
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "drive every interrupted run until none is running")
+	ro.flags(cmd)
 	return cmd
 }
 

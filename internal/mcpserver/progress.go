@@ -29,6 +29,7 @@ type progressReporter struct {
 	ss    *mcp.ServerSession
 	token any
 	every time.Duration
+	typed bool // the caller opted in to typed events (notify_typed.go)
 
 	mu      sync.Mutex
 	total   int                  // 0: unknown
@@ -52,9 +53,11 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest, runID s
 	if every <= 0 {
 		every = defaultProgressEvery
 	}
-	p := &progressReporter{ctx: ctx, ss: req.Session, token: tok, every: every,
+	p := &progressReporter{ctx: ctx, ss: req.Session, token: tok, every: every, typed: wantsEvents(req),
 		total: s.svc.PlannedSteps(ctx, runID), running: map[string]time.Time{}, stop: make(chan struct{})}
-	go p.beat()
+	if !p.typed {
+		go p.beat()
+	}
 	return p
 }
 
@@ -76,6 +79,10 @@ func (p *progressReporter) end() {
 func (p *progressReporter) event(ev service.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.typed {
+		p.typedEvent(ev)
+		return
+	}
 	switch ev.Type {
 	case code.EventStepStarted:
 		if _, ok := p.running[ev.StepID]; ok {
