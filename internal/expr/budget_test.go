@@ -57,7 +57,7 @@ var blowUps = map[string]string{
 }
 
 func TestEvalBudgetBoundsEveryBuiltin(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the process's allocations.
 	limit := MemoryLimit()
 	for name, src := range blowUps {
 		t.Run(name, func(t *testing.T) {

@@ -43,7 +43,7 @@ func allocated(f func()) uint64 {
 // parsed, before anything is built from it: one syntax violation, and
 // memory of the order of the document, not of its expansion.
 func TestAliasExpansionBounded(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the process's allocations.
 	for name, doc := range map[string][]byte{
 		"megabyte scalar aliased 5,000 times":  aliasedScalar(),
 		"100 KB scalar, aliases of aliases":    laughs(6, 4, 100_000), // 4,096 copies: 400 MB in 5,000 nodes
