@@ -3,7 +3,7 @@ package stepwise
 import (
 	"errors"
 
-	"stepwise.dev/stepwise/internal/engine"
+	"stepwise.dev/stepwise/internal/service"
 )
 
 // Error is an error a caller can act on: refused input, an unknown run,
@@ -49,7 +49,7 @@ func (e *Error) Unwrap() error { return e.err }
 // errorOf converts the engine's structured errors to *Error at the
 // boundary; other errors pass unchanged.
 func errorOf(err error) error {
-	var ee *engine.Error
+	var ee *service.Error
 	if err == nil || !errors.As(err, &ee) {
 		return err
 	}

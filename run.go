@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"stepwise.dev/stepwise/code"
-	"stepwise.dev/stepwise/internal/engine"
 	"stepwise.dev/stepwise/internal/service"
-	"stepwise.dev/stepwise/internal/store"
 )
 
 // Run is a run as its caller sees it: secret values are masked.
@@ -39,7 +37,7 @@ type RunError struct {
 	Action string
 }
 
-// recordedError is the JSON a run records as its error (engine.RunError).
+// recordedError is the JSON a run records as its error (service.RunError).
 type recordedError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -182,7 +180,7 @@ type ListOptions struct {
 // List returns runs, newest first, and the cursor of the next page (""
 // when this was the last). Their Pause is not read (Get reads it).
 func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Run, string, error) {
-	views, next, err := e.svc.ListRuns(ctx, store.RunFilter{Workflow: o.Workflow, Status: o.Status, Limit: o.Limit, Cursor: o.Cursor})
+	views, next, err := e.svc.ListRuns(ctx, service.RunFilter{Workflow: o.Workflow, Status: o.Status, Limit: o.Limit, Cursor: o.Cursor})
 	if errors.Is(err, service.ErrCursorInvalid) {
 		return nil, "", &Error{Code: code.ArgumentsInvalid, Message: "the cursor is not one a list gave", err: err}
 	}
@@ -212,10 +210,10 @@ func runOf(v *service.RunView) *Run {
 	return r
 }
 
-func pauseOf(p *engine.Pause) *Pause {
+func pauseOf(p *service.Pause) *Pause {
 	out := &Pause{Kind: p.Kind, StepID: p.StepID, Token: p.Token, ExpiresAt: p.ExpiresAt, Title: p.Title,
 		Instructions: p.Instructions, OutputSchema: p.OutputSchema}
-	if p.Kind == engine.KindQuestion {
+	if p.Kind == code.PauseQuestion {
 		if len(p.Fields) > 0 {
 			for _, f := range p.Fields {
 				out.Fields = append(out.Fields, questionOf(f))
@@ -228,7 +226,7 @@ func pauseOf(p *engine.Pause) *Pause {
 	return out
 }
 
-func questionOf(q engine.Question) Question {
+func questionOf(q service.Question) Question {
 	out := Question{Name: q.Name, Prompt: q.Prompt, Type: q.Type, Default: q.Default, Help: q.Help, Secret: q.Secret}
 	for _, c := range q.Choices {
 		out.Choices = append(out.Choices, Choice{Value: c.Value, Label: c.Label})
