@@ -353,6 +353,9 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		got[c.code] = true
 	}
 
+	for code := range statelessErrorCodes(t) { // stateless_test.go
+		got[code] = true
+	}
 	// Declared but never returned.
 	got[engine.CodeRunNotWaiting] = true
 	// A failed run's error.code (run_get), never a call's error: the
