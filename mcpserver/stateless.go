@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/service"
@@ -71,6 +72,21 @@ func (s *Server) statelessResult(res *service.StatelessResult, draft bool) State
 	return StatelessRunResult{RunResult: r, State: res.State, StateBytes: len(res.State)}
 }
 
+// statelessOutputSchema is the output schema of run_restore, a tool only
+// stateless servers have (run_start's and run_continue's are derived as
+// outputSchemaTools say).
+func statelessOutputSchema() map[string]any {
+	out, err := jsonschema.For[StatelessRunResult](&jsonschema.ForOptions{TypeSchemas: schemaTypes})
+	if err != nil {
+		panic("run_restore output schema: " + err.Error())
+	}
+	shape, err := outputShape(out)
+	if err != nil {
+		panic("run_restore output schema: " + err.Error())
+	}
+	return shape
+}
+
 // addStatelessRunTools registers the run tools of a stateless server.
 func (s *Server) addStatelessRunTools() {
 	addTool(s, &mcp.Tool{Name: "run_start", Title: "Start a run",
@@ -120,7 +136,7 @@ func (s *Server) addStatelessRunTools() {
 			return s.statelessResult(res, false), nil
 		})
 
-	addTool(s, &mcp.Tool{Name: "run_restore", Title: "Restore a run from its state",
+	addTool(s, &mcp.Tool{Name: "run_restore", Title: "Restore a run from its state", OutputSchema: statelessOutputSchema(),
 		Description: "The run a state holds, as it stands (nothing runs): its current question offers the answer last given to it as default. Returns the run shape with the same state.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunRestoreIn) (StatelessRunResult, error) {

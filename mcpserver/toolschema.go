@@ -63,7 +63,7 @@ func addPrebuilt(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) {
 // context and tells an agent, which reads the JSON, nothing more.
 var outputSchemaTools = map[string]bool{
 	"run_start": true, "run_continue": true, "run_get": true, "run_cancel": true,
-	"run_retry": true, "run_fork": true, "run_pause": true, "run_resume": true, "run_restore": true,
+	"run_retry": true, "run_fork": true, "run_pause": true, "run_resume": true,
 }
 
 // deriveToolSchemas derives t's schemas from the Go types of its
