@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,13 +107,12 @@ func stateInvalid(why string, err error) error {
 
 // sealState compresses and seals a payload, bound to its version.
 func (m *statelessMode) sealState(p statePayload) (string, error) {
-	plain, err := json.Marshal(p)
-	if err != nil {
-		return "", err
-	}
 	var z bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
-	if _, err := zw.Write(plain); err != nil {
+	// gob, not JSON: several times faster both ways on a run's records
+	// (their raw JSON values are bytes to it, not text to check), and
+	// what it decodes was authenticated first.
+	if err := gob.NewEncoder(zw).Encode(p); err != nil {
 		return "", err
 	}
 	if err := zw.Close(); err != nil {
@@ -178,12 +178,8 @@ func (m *statelessMode) openState(state string) (statePayload, error) {
 	if err != nil {
 		return p, stateInvalid("its content does not decompress", err)
 	}
-	plain, err := io.ReadAll(io.LimitReader(zr, maxStatePlain+1))
-	if err != nil || len(plain) > maxStatePlain {
-		return p, stateInvalid("its content does not decompress within bounds", err)
-	}
-	if err := json.Unmarshal(plain, &p); err != nil {
-		return p, stateInvalid("its content is not a run", err)
+	if err := gob.NewDecoder(io.LimitReader(zr, maxStatePlain)).Decode(&p); err != nil {
+		return p, stateInvalid("its content is not a run within bounds", err)
 	}
 	if p.Version != version {
 		return p, stateInvalid("its version does not match its content", nil)
