@@ -62,6 +62,10 @@ var statelessTools = map[string]bool{"run_start": true, "run_continue": true, "r
 func (s *Server) statelessResult(res *service.StatelessResult, draft bool) StatelessRunResult {
 	r := s.runResult(res.View, res.View.Steps != nil)
 	r.Draft = draft
+	if p := r.Pause; p != nil && res.View.Pause != nil && hasSecret(res.View.Pause) {
+		// No one-time page, no terminal: the run is in the client's hands.
+		p.HowToAnswer = "a secret: never ask for it in the chat. Call run_continue with value \"$NAME\", an environment variable of the server that holds it"
+	}
 	if r.Status == store.StatusWaiting && r.Pause != nil {
 		r.Next = "Answer the pause with run_continue: its token, the value and this state (" + r.Pause.HowToAnswer + ")."
 	} else if r.Status == store.StatusRunning || r.Status == store.StatusPending {

@@ -61,8 +61,12 @@ func TestStatelessTools(t *testing.T) {
 		done.Status != "succeeded" || done.Outputs["line"] != "Hi Ada" || done.Outputs["name"] != "Ada" {
 		t.Fatalf("agent step: %+v", done)
 	}
-	for code := range statelessErrorCodes(t) {
-		t.Logf("walked %s", code)
+	// A secret question: no one-time page (it would answer a stored run),
+	// no terminal; $NAME.
+	var vault StatelessRunResult
+	if call(t, cs, "run_start", map[string]any{"workflow": "vault"}, &vault) || vault.Pause == nil || !vault.Pause.Secret ||
+		vault.Pause.SecretURL != "" || !strings.Contains(vault.Pause.HowToAnswer, "$NAME") || strings.Contains(vault.Pause.HowToAnswer, "resume") {
+		t.Fatalf("secret pause: %+v", vault.Pause)
 	}
 }
 

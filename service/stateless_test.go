@@ -226,3 +226,49 @@ func TestStatelessRestore(t *testing.T) {
 		t.Fatalf("restore: %v %+v", err, r)
 	}
 }
+
+// A secret answered as $NAME stays sealed inside the state: nothing the
+// state holds shows it in clear, and the run still uses it.
+func TestStatelessSecretStaysSealed(t *testing.T) {
+	ctx := context.Background()
+	const pw = "hunter2-very-secret"
+	t.Setenv("VAULT_PW", pw)
+	a := openStateless(t, testKeyA)
+	def := "version: 1\nname: vault\nsteps:\n  - {id: password, ask: {prompt: \"Password?\", type: string, secret: true}}\n  - {id: label, ask: {prompt: \"Label?\", type: string}}\noutputs:\n  length: ${{ declassify(len(steps.password.answer)) }}\n"
+	res, err := a.StartStateless(ctx, mustParse(t, a, def), nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = a.ContinueStateless(ctx, res.State, res.View.Pause.Token, "$VAULT_PW", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.stateless.openState(res.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	for _, r := range p.Snapshot.Runs {
+		fmt.Fprintf(&buf, "%s %s %s", r.Run.Inputs, r.Run.Outputs, r.Run.State)
+		for _, s := range r.Steps {
+			fmt.Fprintf(&buf, "%s %s", s.Output, s.Answer)
+		}
+		for _, q := range r.Pauses {
+			fmt.Fprintf(&buf, "%s %s", q.Request, q.Answer)
+		}
+		for _, an := range r.Answers {
+			fmt.Fprintf(&buf, "%s", an.Value)
+		}
+		for _, e := range r.Events {
+			fmt.Fprintf(&buf, "%s", e.Data)
+		}
+	}
+	if buf.Len() == 0 || strings.Contains(buf.String(), pw) {
+		t.Fatalf("the secret is in clear in the state (%d bytes read)", buf.Len())
+	}
+	if res, err = a.ContinueStateless(ctx, res.State, res.View.Pause.Token, "x", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.View.Outputs["length"]) != fmt.Sprint(len(pw)) {
+		t.Fatalf("outputs %v", res.View.Outputs)
+	}
+}
