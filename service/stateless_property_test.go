@@ -15,15 +15,6 @@ import (
 	"stepwise.dev/stepwise/store"
 )
 
-// flowQuestion is one question of a generated flow.
-type flowQuestion struct {
-	typ      string // string, number, boolean
-	deflt    bool   // has a default
-	cond     int    // -1, or asked only when question cond's answer is truthy-ish
-	derive   bool   // a transform step after it uses its answer
-	prevStep string
-}
-
 // genFlow draws a question flow: questions of several types, some with
 // defaults, some asked only when an earlier answer says so, transforms
 // that use the answers, outputs of everything.
