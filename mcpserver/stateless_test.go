@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"stepwise.dev/stepwise/engine"
 	"stepwise.dev/stepwise/service"
 )
@@ -60,6 +62,10 @@ func TestStatelessTools(t *testing.T) {
 	if call(t, cs, "run_continue", map[string]any{"state": next.State, "token": next.Pause.Token, "value": map[string]any{"line": "Hi Ada"}}, &done) ||
 		done.Status != "succeeded" || done.Outputs["line"] != "Hi Ada" || done.Outputs["name"] != "Ada" {
 		t.Fatalf("agent step: %+v", done)
+	}
+	// Run resources read stored runs: there are none.
+	if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "stepwise://runs/" + r.RunID}); err == nil {
+		t.Errorf("a run resource: %v", err)
 	}
 	// A secret question: no one-time page (it would answer a stored run),
 	// no terminal; $NAME.

@@ -171,6 +171,8 @@ type Service struct {
 	feedClosed bool
 	// stateless is set in stateless mode (Options.Stateless).
 	stateless *statelessMode
+	// inCall: this service serves one stateless call (stateless.go).
+	inCall bool
 }
 
 // Open opens the home directory, its database and an engine. It does not

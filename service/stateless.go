@@ -56,6 +56,15 @@ const (
 // Stateless reports whether the service keeps no runs (Options.Stateless).
 func (s *Service) Stateless() bool { return s.stateless != nil }
 
+// storedRuns refuses (NOT_STATELESS) what reads stored runs on a
+// stateless service, outside the calls that hold a client's run.
+func (s *Service) storedRuns(what string) error {
+	if s.stateless != nil && !s.inCall {
+		return NotStateless(what)
+	}
+	return nil
+}
+
 // statelessMode is what a stateless service keeps: the engine's
 // configuration each call's engine is built from, and the state sealer.
 type statelessMode struct {
@@ -256,7 +265,7 @@ func (s *Service) newCall() (*call, error) {
 	}
 	c := &Service{Home: s.Home, Store: mem, Engine: eng, Actions: s.Actions, Library: s.Library, Workspace: s.Workspace,
 		ShellPolicy: s.ShellPolicy, EnvPolicy: s.EnvPolicy, NetworkPolicy: s.NetworkPolicy, now: s.now, log: s.log,
-		catalogs: s.catalogs, states: s.states, stateless: s.stateless}
+		catalogs: s.catalogs, states: s.states, stateless: s.stateless, inCall: true}
 	return &call{Service: c, mem: mem}, nil
 }
 

@@ -209,6 +209,12 @@ func TestStatelessRefusesStorageFeatures(t *testing.T) {
 	if _, err := a.PurgeRuns(ctx, PurgeFilter{}); engine.CodeOf(err) != CodeNotStateless {
 		t.Errorf("purge: %v", err)
 	}
+	if _, err := a.GetRun(ctx, "r"); engine.CodeOf(err) != CodeNotStateless {
+		t.Errorf("get run: %v", err)
+	}
+	if _, _, err := a.ListRuns(ctx, store.RunFilter{}); engine.CodeOf(err) != CodeNotStateless {
+		t.Errorf("list runs: %v", err)
+	}
 }
 
 // run_restore gives the run as it stands: its question, the state
