@@ -281,8 +281,10 @@ func (c *call) close() {
 // settle waits for the run to stop running (up to wait), stops the
 // engine so that nothing moves, and seals the run.
 func (c *call) settle(ctx context.Context, runID, version string, wait time.Duration) (*StatelessResult, error) {
-	if _, err := c.Wait(ctx, runID, wait); err != nil {
-		return nil, err
+	if wait > 0 { // 0: at once, the run as it stands (Wait would not stop)
+		if _, err := c.Wait(ctx, runID, wait); err != nil {
+			return nil, err
+		}
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	_ = c.Engine.Close(cctx)

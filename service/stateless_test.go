@@ -278,3 +278,34 @@ func TestStatelessSecretStaysSealed(t *testing.T) {
 		t.Fatalf("outputs %v", res.View.Outputs)
 	}
 }
+
+// A call that does not wait returns the run as it stands; a run left
+// running goes on from its state with no token, to the same end.
+func TestStatelessRunningStateGoesOn(t *testing.T) {
+	ctx := context.Background()
+	a := openStateless(t, testKeyA)
+	def := "version: 1\nname: steps\nsteps:\n  - {id: a, uses: transform, with: {value: 1}}\n  - {id: b, uses: transform, with: {value: \"${{ steps.a.output + 1 }}\"}}\n  - {id: q, ask: {prompt: \"Done?\", type: boolean}}\noutputs:\n  b: ${{ steps.b.output }}\n"
+	res, err := a.StartStateless(ctx, mustParse(t, a, def), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after a start that does not wait: %s", res.View.Status)
+	for i := 0; res.View.Status != store.StatusWaiting; i++ {
+		if i > 5 || (res.View.Status != store.StatusRunning && res.View.Status != store.StatusPending) {
+			t.Fatalf("status %s after %d calls", res.View.Status, i)
+		}
+		if res, err = a.ContinueStateless(ctx, res.State, "", nil, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res.View.Pause == nil || res.View.Pause.StepID != "q" {
+		t.Fatalf("pause: %+v", res.View.Pause)
+	}
+	// With a pause open, a token is required.
+	if _, err := a.ContinueStateless(ctx, res.State, "", nil, time.Second); engine.CodeOf(err) != CodeArgumentsInvalid {
+		t.Fatalf("no token at a pause: %v", err)
+	}
+	if res, err = a.ContinueStateless(ctx, res.State, res.View.Pause.Token, true, 10*time.Second); err != nil || fmt.Sprint(res.View.Outputs["b"]) != "2" {
+		t.Fatalf("end: %v %+v", err, res.View)
+	}
+}
