@@ -141,6 +141,15 @@ func TestStatelessRefusesTampering(t *testing.T) {
 	if _, err := other.ContinueStateless(ctx, res.State, res.View.Pause.Token, "x", time.Second); engine.CodeOf(err) != CodeStateInvalid {
 		t.Errorf("another key: %v", err)
 	}
+	// A token of another run's state.
+	res2, err := a.StartStateless(ctx, mustParse(t, a, fiveQuestions), nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ee *engine.Error
+	if _, err := a.ContinueStateless(ctx, res.State, res2.View.Pause.Token, "x", time.Second); !errors.As(err, &ee) || ee.Code != engine.CodeTokenInvalid || ee.Argument != "token" {
+		t.Errorf("a token of another run: %v", err)
+	}
 	// The original still works.
 	next, err := a.ContinueStateless(ctx, res.State, res.View.Pause.Token, "x", 10*time.Second)
 	if err != nil || next.View.Pause == nil || next.View.Pause.StepID != "q2" {
