@@ -407,6 +407,10 @@ func (s *Service) ContinueStateless(ctx context.Context, state, token string, va
 		if _, err := c.ContinueFromAgent(ctx, token, value); err != nil {
 			return nil, err
 		}
+	case run.Status == store.StatusRunning || run.Status == store.StatusPending:
+		if _, err := c.Resume(ctx, p.RunID); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, &engine.Error{Code: CodeArgumentsInvalid, Category: engine.CategoryValidation, Argument: "token", RunID: p.RunID,
 			Message:    "token is required: the state's run is " + run.Status,
