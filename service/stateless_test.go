@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -316,5 +317,38 @@ func TestStatelessRunningStateGoesOn(t *testing.T) {
 	}
 	if res, err = a.ContinueStateless(ctx, res.State, res.View.Pause.Token, true, 10*time.Second); err != nil || fmt.Sprint(res.View.Outputs["b"]) != "2" {
 		t.Fatalf("end: %v %+v", err, res.View)
+	}
+}
+
+// A run whose state would pass MaxStateBytes sealed is refused with
+// STATE_TOO_LARGE; the state before it still serves.
+func TestStatelessStateBounded(t *testing.T) {
+	ctx := context.Background()
+	a := openStateless(t, testKeyA)
+	def := "version: 1\nname: big\nsteps:\n  - id: q\n    max_visits: 1000\n    ask: {prompt: \"More?\", type: string}\n  - id: again\n    switch:\n      - goto: q\n"
+	res, err := a.StartStateless(ctx, mustParse(t, a, def), nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 96<<10)
+	for i := 0; ; i++ {
+		if i > 40 {
+			t.Fatal("no STATE_TOO_LARGE after 40 answers of 128 KiB")
+		}
+		_, _ = rand.Read(chunk)
+		next, err := a.ContinueStateless(ctx, res.State, res.View.Pause.Token, base64.StdEncoding.EncodeToString(chunk), 10*time.Second)
+		if engine.CodeOf(err) == CodeStateTooLarge {
+			break
+		}
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if len(next.State) > MaxStateBytes {
+			t.Fatalf("a state of %d bytes", len(next.State))
+		}
+		res = next
+	}
+	if _, err := a.RestoreStateless(ctx, res.State); err != nil {
+		t.Fatalf("the last state: %v", err)
 	}
 }
