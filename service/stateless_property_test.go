@@ -27,6 +27,9 @@ func genFlow(t *rapid.T) string {
 	for i := 0; i < n; i++ {
 		typ := rapid.SampledFrom([]string{"string", "number", "boolean"}).Draw(t, fmt.Sprintf("type%d", i))
 		fmt.Fprintf(&b, "  - id: q%d\n", i)
+		if i == 0 {
+			b.WriteString("    max_visits: 3\n") // a loop may come back here
+		}
 		if len(bools) > 0 && rapid.Bool().Draw(t, fmt.Sprintf("cond%d", i)) {
 			c := rapid.SampledFrom(bools).Draw(t, fmt.Sprintf("condOn%d", i))
 			fmt.Fprintf(&b, "    if: \"${{ steps.q%d.status == 'succeeded' && steps.q%d.answer }}\"\n", c, c)
@@ -43,6 +46,12 @@ func genFlow(t *rapid.T) string {
 			fmt.Fprintf(&b, "  - {id: d%d, uses: transform, with: {value: \"${{ string(steps.q%d.answer) + '!' }}\"}, if: \"${{ steps.q%d.status == 'succeeded' }}\"}\n", i, i, i)
 		}
 		outs = append(outs, fmt.Sprintf("  a%d: \"${{ steps.q%d.status == 'succeeded' ? steps.q%d.answer : 'skipped' }}\"\n", i, i, i))
+	}
+	if rapid.Bool().Draw(t, "loop") {
+		// Going round again: the questions offer the answers given last
+		// time (Previous), from the records the state carries.
+		b.WriteString("  - {id: again, ask: {prompt: \"Again?\", type: boolean}}\n")
+		b.WriteString("  - id: loop\n    switch:\n      - {if: \"${{ steps.again.answer }}\", goto: q0}\n")
 	}
 	b.WriteString("outputs:\n")
 	for _, o := range outs {
