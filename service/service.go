@@ -454,6 +454,9 @@ func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
 // policy refuses is refused here (SHELL_NOT_ALLOWED), before anything
 // runs.
 func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any, detached bool) (string, error) {
+	if err := s.storedRuns("a stored run (a stateless run starts with StartStateless)"); err != nil {
+		return "", err
+	}
 	if err := s.checkPolicies(l); err != nil {
 		return "", err
 	}

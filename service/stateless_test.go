@@ -219,6 +219,9 @@ func TestStatelessRefusesStorageFeatures(t *testing.T) {
 	if _, err := a.PurgeRuns(ctx, PurgeFilter{}); engine.CodeOf(err) != CodeNotStateless {
 		t.Errorf("purge: %v", err)
 	}
+	if _, err := a.StartRun(ctx, mustParse(t, a, fiveQuestions), nil, false); engine.CodeOf(err) != CodeNotStateless {
+		t.Errorf("a stored run: %v", err)
+	}
 	if _, err := a.GetRun(ctx, "r"); engine.CodeOf(err) != CodeNotStateless {
 		t.Errorf("get run: %v", err)
 	}
