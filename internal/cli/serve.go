@@ -59,6 +59,7 @@ type serveOptions struct {
 	allowNetwork    []string
 	fixtures        bool
 	noDashboard     bool
+	stateless       bool
 }
 
 // fixturesEnv must be 1 for the hidden --conformance-fixtures flag: the
@@ -111,6 +112,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.tools, "tools", string(mcpserver.ToolsAll), "which built-in tools to offer: all, or core (author and run workflows: a smaller tools/list for agents that pay per token)")
 	f.BoolVar(&o.catalogURLs, "allow-catalog-urls", false, "let MCP callers import OpenAPI catalogs from http(s) URLs (the server fetches them)")
 	f.BoolVar(&o.noDashboard, "no-dashboard", false, "with --http, serve no web dashboard at /")
+	f.BoolVar(&o.stateless, "stateless", false, "open no database: run_start and run_continue return the run's sealed state, which the client sends back (replicas share only the key; no dashboard)")
 	f.StringArrayVar(&o.allowOrigins, "allow-origin", nil, "browser origin allowed to call /mcp besides the server's own (repeatable)")
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, for links to secret pages (default: from --http)")
 	f.StringVar(&o.logFile, "log-file", "", "append logs to this file instead of stderr")
@@ -266,11 +268,11 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	opening := make(chan opened, 1)
 	go func() {
 		svc, err := g.openWith(context.Background(), service.Options{Logger: logger, ActionOutput: actionOut, ShutdownGrace: 5 * time.Second,
-			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL, MaxDrivenRuns: o.maxDriven, CommitObserver: commitObserver})
+			Retention: retention, MaxRuns: o.maxRuns, AllowCatalogURLs: o.catalogURLs, ShellPolicy: shell, EnvPolicy: envPolicy, NetworkPolicy: netPolicy, AllowInlineMCPCommands: o.allowShell, LeaseTTL: o.leaseTTL, MaxDrivenRuns: o.maxDriven, CommitObserver: commitObserver, Stateless: o.stateless})
 		opening <- opened{svc, err}
 	}()
 	srv := mcpserver.NewUnattached(mcpserver.Options{Version: Version, BaseURL: baseURL, ExposeWorkflows: o.expose, Tools: tools, Logger: logger,
-		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes, Metrics: metrics, Tracer: tracer})
+		ProtocolLogger: protocolLogger, MaxMessageBytes: o.maxMessageBytes, Metrics: metrics, Tracer: tracer, Stateless: o.stateless})
 	sessionLog.Attach(srv)
 	if o.fixtures {
 		srv.AddConformanceFixtures()
@@ -535,7 +537,7 @@ func runSession(ctx context.Context, ss *mcp.ServerSession) error {
 // is announced).
 func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv *mcpserver.Server, svc *service.Service, o *serveOptions, baseURL string, logger *slog.Logger, stderr io.Writer, policy []any, metrics *metric.Metrics) error {
 	var dash *web.Handler
-	if !o.noDashboard {
+	if !o.noDashboard && !o.stateless { // the dashboard shows stored runs
 		dash = web.New(svc, web.Options{AuthTokens: o.authTokens, Secure: tlsConfig != nil || o.behindTLSProxy || strings.HasPrefix(baseURL, "https:"),
 			BaseURL: baseURL, SecretURL: srv.SecretURL, Logger: logger})
 	}

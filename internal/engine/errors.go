@@ -59,6 +59,9 @@ type Error struct {
 	Workflow string
 	// CurrentVersion is a workflow's version when a write conflicted with it.
 	CurrentVersion string
+	// ExpectedVersion is the workflow version a caller's data names when
+	// it differs from CurrentVersion (a stateless state's).
+	ExpectedVersion string
 	// CurrentRevision is the revision (the hash of the file's bytes) a
 	// write that conflicted would have to expect.
 	CurrentRevision string

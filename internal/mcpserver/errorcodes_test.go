@@ -362,6 +362,9 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 		got[c.code] = true
 	}
 
+	for code := range statelessErrorCodes(t) { // stateless_test.go
+		got[code] = true
+	}
 	// Declared but never returned.
 	got[code.RunNotWaiting] = true
 	// The Go API's: a program registering an action name twice (the root

@@ -55,6 +55,9 @@ type ErrorContext struct {
 	Workflow string `json:"workflow,omitempty"`
 	// CurrentVersion is the workflow's version when a save conflicted.
 	CurrentVersion string `json:"current_version,omitempty"`
+	// ExpectedVersion is the version a stateless state names when this
+	// server loads its workflow as CurrentVersion (STATE_VERSION_MISMATCH).
+	ExpectedVersion string `json:"expected_version,omitempty"`
 	// CurrentRevision is its revision then: what expected_version takes.
 	CurrentRevision string `json:"current_revision,omitempty"`
 	RunID           string `json:"run_id,omitempty"`
@@ -102,6 +105,7 @@ func toolError(log *slog.Logger, tool string, err error) *ToolError {
 		te.Retryable, te.SuggestedAction, te.Violations = ee.Retryable, nextStep(ee), ee.Violations
 		te.Context.RunID, te.Context.StepID = ee.RunID, ee.StepID
 		te.Context.Workflow, te.Context.CurrentVersion, te.Context.CurrentRevision = ee.Workflow, ee.CurrentVersion, ee.CurrentRevision
+		te.Context.ExpectedVersion = ee.ExpectedVersion
 		te.Context.Name, te.Context.Argument, te.Context.Closest = ee.Name, ee.Argument, ee.Closest
 		if te.Category == "" {
 			te.Category = code.CategoryInternal
@@ -232,6 +236,14 @@ func nextStep(e *service.Error) string {
 		return "fix the listed inputs and call again (workflow_get lists the workflow's inputs)"
 	case code.WorkflowInvalid:
 		return "fix the listed violations and call again (workflow_validate checks a definition; workflow_save with draft: true keeps one that is not valid yet)"
+	case service.CodeStateInvalid:
+		return "send the state of the last run_start or run_continue result exactly as returned, to a server sharing its key; or start over with run_start"
+	case service.CodeStateVersionMismatch:
+		return "continue the run on a server of the same build and actions (context.expected_version is the state's), or start over with run_start"
+	case service.CodeStateTooLarge:
+		return "run the workflow on a server that keeps runs, or split it into shorter workflows"
+	case service.CodeNotStateless:
+		return "use a server that keeps runs for this (one started without --stateless), or a workflow without the feature named"
 	case service.CodeNotFound:
 		return "list the library with workflow_list (include_drafts for drafts) and use a name from it"
 	case service.CodeUnsafeName:

@@ -69,7 +69,11 @@ func boundResult(tool string, out any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sh, ok := out.(shrinker); ok && len(data) > maxResultBytes {
+	limit := maxResultBytes
+	if sc, ok := out.(stateCarrier); ok {
+		limit += sc.stateLen() // bounded on its own (stateless.go)
+	}
+	if sh, ok := out.(shrinker); ok && len(data) > limit {
 		// Rather the result without its largest values than none: a run's
 		// status and its pause's token must reach the agent.
 		out = sh.shrink()
@@ -77,7 +81,7 @@ func boundResult(tool string, out any) (*mcp.CallToolResult, error) {
 			return nil, err
 		}
 	}
-	if len(data) > maxResultBytes {
+	if len(data) > limit {
 		p := paging[tool]
 		err := resultTooLarge(tool, len(data), p.arg, p.hint)
 		if r, ok := out.(interface{ runRef() string }); ok {

@@ -113,6 +113,10 @@ func (s *Server) waitFor(w *float64, def time.Duration) (time.Duration, error) {
 var runStatuses = []string{code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused, code.StatusSucceeded, code.StatusFailed, code.StatusCanceled}
 
 func (s *Server) addRunTools() {
+	if s.opts.Stateless {
+		s.addStatelessRunTools() // stateless.go
+		return
+	}
 	addTool(s, &mcp.Tool{Name: "run_start", Meta: runAppToolMeta(), Title: "Start a run",
 		Description: "Run a library workflow (workflow: a saved one's name, else a draft's: draft: true) or an inline definition, with inputs. Returns the run shape {run_id, status, outputs?, pause?, error?, next} once it finishes, pauses or wait_seconds pass: answer a pause with run_continue; follow status running with run_get.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},

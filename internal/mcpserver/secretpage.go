@@ -172,7 +172,7 @@ func (sp *secretPages) wait(ctx context.Context, id string, d time.Duration) boo
 // secretURL is the one-time page of a secret pause, or "" when the server
 // serves no HTTP.
 func (s *Server) secretURL(p *service.Pause) string {
-	if s.opts.BaseURL == "" {
+	if s.opts.BaseURL == "" || s.opts.Stateless { // a page would answer a stored run
 		return ""
 	}
 	_, link := s.secrets.open(p, s.opts.BaseURL)

@@ -58,6 +58,10 @@ type Options struct {
 	// Tracer, when set, makes a span per MCP request.
 	Tracer *telemetry.Tracer
 
+	// Stateless serves a stateless service (service.Options.Stateless):
+	// the run tools take and return the run's sealed state (stateless.go).
+	Stateless bool
+
 	// deriveSchemas derives every built-in tool's schemas from the Go
 	// types instead of reading toolschemas.json (which is generated so).
 	deriveSchemas bool

@@ -25,7 +25,7 @@ type toolSchema struct {
 // took about 30 ms and 12 MB of allocations on every start; even parsing
 // them from embedded JSON took several milliseconds.
 func setToolSchemas[In, Out any](s *Server, t *mcp.Tool) (prebuilt bool, err error) {
-	if ts, ok := builtinSchemas[t.Name]; ok && !s.opts.deriveSchemas && t.OutputSchema == nil {
+	if ts, ok := builtinSchemas[t.Name]; ok && !s.opts.deriveSchemas && t.OutputSchema == nil && !(s.opts.Stateless && statelessTools[t.Name]) {
 		t.InputSchema = json.RawMessage(ts.Input)
 		if ts.Output != "" {
 			t.OutputSchema = json.RawMessage(ts.Output)

@@ -36,6 +36,9 @@ type PurgeFilter struct {
 // for a dry run, what would go). A run whose tree still has an unfinished
 // run is never touched. A purged run is RUN_NOT_FOUND afterwards.
 func (s *Service) PurgeRuns(ctx context.Context, f PurgeFilter) (store.PurgeResult, error) {
+	if s.Stateless() {
+		return store.PurgeResult{}, NotStateless("purging runs")
+	}
 	if f.OlderThan < 0 {
 		return store.PurgeResult{}, filterInvalid("older_than", fmt.Sprintf("older than %s: the age must not be negative", f.OlderThan), nil)
 	}

@@ -25,6 +25,7 @@ import (
 	"stepwise.dev/stepwise/internal/mcpclient"
 	"stepwise.dev/stepwise/internal/secret"
 	"stepwise.dev/stepwise/internal/store"
+	"stepwise.dev/stepwise/internal/store/memory"
 	"stepwise.dev/stepwise/internal/store/postgres"
 	"stepwise.dev/stepwise/internal/store/sqlite"
 	"stepwise.dev/stepwise/internal/token"
@@ -116,6 +117,9 @@ type Options struct {
 	// (--allow-network, --allow-private-network). Servers named in
 	// servers.yaml connect unrestricted: the operator wrote them.
 	NetworkPolicy action.NetworkPolicy
+	// Stateless opens no database: runs live in the states clients carry
+	// (stateless.go); the home is read for the key and the library only.
+	Stateless bool
 }
 
 // workflowEnv is how workflows read the environment: through the policy.
@@ -165,6 +169,10 @@ type Service struct {
 	feedMu     sync.Mutex
 	stopFeed   func()
 	feedClosed bool
+	// stateless is set in stateless mode (Options.Stateless).
+	stateless *statelessMode
+	// inCall: this service serves one stateless call (stateless.go).
+	inCall bool
 }
 
 // Open opens the home directory, its database and an engine. It does not
@@ -190,7 +198,15 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, h, opts)
+	var st store.Store
+	if opts.Stateless {
+		if opts.Database != "" {
+			return nil, fmt.Errorf("open service: a stateless server opens no database (%s)", postgres.Redact(opts.Database))
+		}
+		st, err = memory.New(), nil // holds no run: each call has its own
+	} else {
+		st, err = openStore(ctx, h, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -237,9 +253,16 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 		svc.log = slog.New(slog.DiscardHandler)
 	}
 	svc.states = token.NewStateSigner(key)
-	eng, err := engine.New(engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
+	cfg := engine.Config{Store: st, Actions: actions, Key: key, TokenTTL: opts.TokenTTL,
 		Logger: opts.Logger, ActionOutput: opts.ActionOutput, LookupEnv: workflowEnv(opts), EnvHint: opts.EnvPolicy.UnsetHint, ShutdownGrace: opts.ShutdownGrace, MaxRecoveries: opts.MaxRecoveries, LeaseTTL: opts.LeaseTTL, MaxParallelRuns: opts.MaxDrivenRuns,
-		Workflows: svc.subWorkflow, Now: opts.Now, CommitObserver: opts.CommitObserver})
+		Workflows: svc.subWorkflow, Now: opts.Now, CommitObserver: opts.CommitObserver}
+	if opts.Stateless {
+		if svc.stateless, err = newStatelessMode(cfg, key); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	eng, err := engine.New(cfg)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -431,6 +454,9 @@ func (s *Service) parseIn(data []byte, dir string) (*Loaded, error) {
 // policy refuses is refused here (SHELL_NOT_ALLOWED), before anything
 // runs.
 func (s *Service) StartRun(ctx context.Context, l *Loaded, inputs map[string]any, detached bool) (string, error) {
+	if err := s.storedRuns("a stored run (a stateless run starts with StartStateless)"); err != nil {
+		return "", err
+	}
 	if err := s.checkPolicies(l); err != nil {
 		return "", err
 	}

@@ -55,6 +55,9 @@ func redact(any) any { return secret.Redacted }
 
 // GetRun returns a run's view.
 func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
+	if err := s.storedRuns("reading a stored run"); err != nil { // stateless.go
+		return nil, err
+	}
 	run, err := s.Store.GetRun(ctx, id)
 	if err != nil {
 		s.views.drop(id)
@@ -130,6 +133,9 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 // the run moved (run_start, run_continue). It reads no steps, which a run
 // that has been going for long has many of.
 func (s *Service) GetRunBrief(ctx context.Context, id string) (*RunView, error) {
+	if err := s.storedRuns("reading a stored run"); err != nil { // stateless.go
+		return nil, err
+	}
 	run, err := s.Store.GetRun(ctx, id)
 	if err != nil {
 		return nil, runNotFound(id, err)
@@ -205,6 +211,9 @@ var ErrCursorInvalid = errors.New("the cursor is not one a list gave")
 
 // ListRuns lists runs, newest first.
 func (s *Service) ListRuns(ctx context.Context, f store.RunFilter) ([]*RunView, string, error) {
+	if err := s.storedRuns("the run history"); err != nil { // stateless.go
+		return nil, "", err
+	}
 	runs, next, err := s.Store.ListRuns(ctx, f)
 	if errors.Is(err, store.ErrBadCursor) {
 		return nil, "", fmt.Errorf("%w: %w", ErrCursorInvalid, err)
@@ -222,6 +231,9 @@ func (s *Service) ListRuns(ctx context.Context, f store.RunFilter) ([]*RunView, 
 
 // Events returns a run's events after seq.
 func (s *Service) Events(ctx context.Context, runID string, after int64, limit int) ([]store.Event, error) {
+	if err := s.storedRuns("a stored run's events"); err != nil { // stateless.go
+		return nil, err
+	}
 	if _, err := s.Store.GetRun(ctx, runID); err != nil {
 		return nil, runNotFound(runID, err)
 	}
