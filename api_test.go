@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// internalPackages are the packages that will move under internal/: the
-// public API shows none of their types, so that the move only rewrites
-// import paths.
+// internalPackages are packages under internal/ whose types a public
+// API could be tempted to show: it shows none (nor any other internal
+// package's, which the compiler would refuse to callers anyway).
 var internalPackages = []string{"engine", "store", "service", "mcpserver", "action", "workflow", "secret"}
 
 // TestAPIShowsNoInternalType reads the package's source: no exported
