@@ -54,9 +54,22 @@ type RunRestoreIn struct {
 	State string `json:"state" jsonschema:"a state a result gave, exactly as returned"`
 }
 
+// RunRewindStatelessIn are run_rewind's arguments on a stateless server.
+type RunRewindStatelessIn struct {
+	State       string   `json:"state" jsonschema:"the state of the last result, exactly as returned"`
+	ToStep      string   `json:"to_step" jsonschema:"a top-level question or agent step"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"default 20, max 300"`
+}
+
+// RunRestartStatelessIn are run_restart's arguments on a stateless server.
+type RunRestartStatelessIn struct {
+	State       string   `json:"state" jsonschema:"the state of the last result, exactly as returned"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"default 20, max 300"`
+}
+
 // statelessTools are the tools whose schemas a stateless server derives
 // from its own types instead of the generated ones.
-var statelessTools = map[string]bool{"run_start": true, "run_continue": true, "run_get": true, "run_list": true,
+var statelessTools = map[string]bool{"run_start": true, "run_continue": true, "run_rewind": true, "run_restart": true, "run_get": true, "run_list": true,
 	"run_cancel": true, "run_retry": true, "run_fork": true, "run_pause": true, "run_resume": true}
 
 func (s *Server) statelessResult(res *service.StatelessResult, draft bool) StatelessRunResult {
@@ -145,6 +158,35 @@ func (s *Server) addStatelessRunTools() {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RunRestoreIn) (StatelessRunResult, error) {
 			res, err := s.svc.RestoreStateless(ctx, in.State)
+			if err != nil {
+				return StatelessRunResult{}, err
+			}
+			return s.statelessResult(res, false), nil
+		})
+
+	addTool(s, &mcp.Tool{Name: "run_rewind", Title: "Go back to a question", OutputSchema: statelessOutputSchema(),
+		Description: "Re-ask the run a state holds from a question, earlier answers as defaults (previous: true). Returns the new run's shape and state.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunRewindStatelessIn) (StatelessRunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
+			if err != nil {
+				return StatelessRunResult{}, err
+			}
+			res, err := s.svc.RewindStateless(ctx, in.State, in.ToStep, wait)
+			if err != nil {
+				return StatelessRunResult{}, err
+			}
+			return s.statelessResult(res, false), nil
+		})
+	addTool(s, &mcp.Tool{Name: "run_restart", Title: "Restart a run", OutputSchema: statelessOutputSchema(),
+		Description: "Start the run a state holds over with the same inputs, earlier answers as defaults. Returns the new run's shape and state.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RunRestartStatelessIn) (StatelessRunResult, error) {
+			wait, err := s.waitFor(in.WaitSeconds, s.opts.DefaultWait)
+			if err != nil {
+				return StatelessRunResult{}, err
+			}
+			res, err := s.svc.RestartStateless(ctx, in.State, wait)
 			if err != nil {
 				return StatelessRunResult{}, err
 			}

@@ -36,7 +36,7 @@ func TestStatelessTools(t *testing.T) {
 		out, _ := json.Marshal(tl.OutputSchema)
 		schemas[tl.Name] = string(in) + string(out)
 	}
-	for _, name := range []string{"run_start", "run_continue", "run_restore"} {
+	for _, name := range []string{"run_start", "run_continue", "run_restore", "run_rewind", "run_restart"} {
 		if !strings.Contains(schemas[name], `"state"`) || !strings.Contains(schemas[name], `"state_bytes"`) {
 			t.Errorf("%s's schemas name no state: %s", name, schemas[name])
 		}
@@ -62,6 +62,20 @@ func TestStatelessTools(t *testing.T) {
 	if call(t, cs, "run_continue", map[string]any{"state": next.State, "token": next.Pause.Token, "value": map[string]any{"line": "Hi Ada"}}, &done) ||
 		done.Status != "succeeded" || done.Outputs["line"] != "Hi Ada" || done.Outputs["name"] != "Ada" {
 		t.Fatalf("agent step: %+v", done)
+	}
+	// Going back from the finished run's state: the name question again,
+	// "Ada" offered as the earlier answer.
+	var back StatelessRunResult
+	if call(t, cs, "run_rewind", map[string]any{"state": done.State, "to_step": "name"}, &back) || back.Pause == nil ||
+		back.Pause.StepID != "name" || back.RunID == done.RunID || back.State == "" {
+		t.Fatalf("run_rewind: %+v", back)
+	}
+	if back.Pause.Default != "Ada" || !back.Pause.Previous {
+		t.Fatalf("run_rewind's question: %+v", back.Pause)
+	}
+	var again StatelessRunResult
+	if call(t, cs, "run_restart", map[string]any{"state": done.State}, &again) || again.Pause == nil || again.Pause.StepID != "name" || again.State == "" {
+		t.Fatalf("run_restart: %+v", again)
 	}
 	// Run resources read stored runs: there are none.
 	if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "stepwise://runs/" + r.RunID}); err == nil {

@@ -309,11 +309,19 @@ func (c *call) result(ctx context.Context, runID, version, state string) (*State
 		if err != nil {
 			return nil, err
 		}
+		// The state holds the one run (a rewind leaves the run it came
+		// from behind: its answers travel in the new run's state).
+		kept := snap.Runs[:0]
 		for _, r := range snap.Runs {
-			if r.Run.ID == runID && len(r.Timers) > 0 && !store.Finished(r.Run.Status) {
+			if r.Run.ID != runID {
+				continue
+			}
+			if len(r.Timers) > 0 && !store.Finished(r.Run.Status) {
 				return nil, NotStateless("a durable timer")
 			}
+			kept = append(kept, r)
 		}
+		snap.Runs = kept
 		if state, err = c.stateless.sealState(statePayload{RunID: runID, Version: version, Snapshot: snap}); err != nil {
 			return nil, err
 		}
@@ -444,4 +452,35 @@ func (s *Service) RestoreStateless(ctx context.Context, state string) (*Stateles
 		}
 	}
 	return res, nil
+}
+
+// RewindStateless is RewindRun on the run a state holds: the state
+// returned holds a new run from toStep whose questions offer the earlier
+// answers as defaults (the old run is not kept in it).
+func (s *Service) RewindStateless(ctx context.Context, state, toStep string, wait time.Duration) (*StatelessResult, error) {
+	return s.goBackStateless(ctx, state, wait, func(c *call, runID string) (string, error) {
+		return c.Engine.RewindRun(ctx, runID, toStep)
+	})
+}
+
+// RestartStateless is RestartRun on the run a state holds: the state
+// returned holds a new run with the same inputs, the earlier answers as
+// defaults.
+func (s *Service) RestartStateless(ctx context.Context, state string, wait time.Duration) (*StatelessResult, error) {
+	return s.goBackStateless(ctx, state, wait, func(c *call, runID string) (string, error) {
+		return c.Engine.RestartRun(ctx, runID)
+	})
+}
+
+func (s *Service) goBackStateless(ctx context.Context, state string, wait time.Duration, start func(c *call, runID string) (string, error)) (*StatelessResult, error) {
+	c, p, err := s.openCall(state)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	id, err := start(c, p.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return c.settle(ctx, id, p.Version, wait)
 }
