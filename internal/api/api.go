@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -147,6 +148,11 @@ func New(svc *service.Service, o Options) *Handler {
 
 // ServeHTTP authenticates the request and routes it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if foreignHost(r) {
+		writeProblem(w, r, Problem{Code: CodeForeignHost, Status: http.StatusForbidden, Category: "security",
+			Detail: "a request to a loopback address must name a loopback host (Host: " + r.Host + ")"})
+		return
+	}
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="stepwise"`)
 		writeProblem(w, r, Problem{Code: CodeUnauthorized, Status: http.StatusUnauthorized, Category: "auth",
@@ -154,6 +160,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// foreignHost reports whether r came to a loopback address under a Host
+// that is not a loopback name: a page of another site reaching the server
+// through DNS rebinding (as /mcp refuses it).
+func foreignHost(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+}
+
+// isLoopback reports whether a host, with or without a port, is a
+// loopback name or address.
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // authorized reports whether r carries one of the tokens (any request

@@ -114,6 +114,10 @@ func (f *fixture) send(method, path string, body any, headers map[string]string)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range headers {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	res, err := f.srv.Client().Do(req)
@@ -162,3 +166,13 @@ func (a answer) problem(t *testing.T, status int, code string) Problem {
 	}
 	return p
 }
+
+func httptestRequest(method, path, body string) *http.Request {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	return r
+}
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }

@@ -25,6 +25,7 @@ const (
 	CodeBodyTooLarge     = "BODY_TOO_LARGE"
 	CodeArgumentsInvalid = service.CodeArgumentsInvalid
 	CodeCanceled         = "CANCELED"
+	CodeForeignHost      = "FOREIGN_HOST"
 )
 
 // problemType is the type URI of a problem with code c.
