@@ -79,7 +79,7 @@ func libraryHome(t testing.TB) string {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"greet.yaml", "vault.yaml"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "mcpserver", "testdata", f))
+		data, err := os.ReadFile(filepath.Join("..", "..", "internal", "mcpserver", "testdata", f))
 		if err != nil {
 			t.Fatal(err)
 		}
