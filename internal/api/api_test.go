@@ -53,6 +53,13 @@ type fixture struct {
 // and quick, behind testToken.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, service.Options{})
+}
+
+// newFixtureWith is newFixture with the service's options (its home and
+// durability are set here).
+func newFixtureWith(t *testing.T, opts service.Options) *fixture {
+	t.Helper()
 	home := t.TempDir()
 	lib := filepath.Join(home, "workflows")
 	if err := os.MkdirAll(lib, 0o755); err != nil {
@@ -63,7 +70,8 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	svc, err := service.Open(context.Background(), service.Options{Home: home, Durability: "normal"})
+	opts.Home, opts.Durability = home, "normal"
+	svc, err := service.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,10 +95,18 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // TestOpenAPIImportsAsCatalog: stepwise imports its own API's document as
-// a catalog, whose operations become actions.
+// a catalog, whose operations become actions; a workflow started through
+// the API calls the API through them (start_run, get_run), with the
+// bearer token from the environment.
 func TestOpenAPIImportsAsCatalog(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	env := func(name string) (string, bool) {
+		if name == "STEPWISE_API_TOKEN" {
+			return testToken, true
+		}
+		return "", false
+	}
+	f := newFixtureWith(t, service.Options{LookupEnv: env})
 	res, err := f.svc.ImportCatalog(context.Background(), service.CatalogImportRequest{Source: string(f.served(t)), Title: "stepwise API",
 		Name: "stepwise", BaseURL: f.srv.URL, Enabled: true, Auth: map[string]catalog.Credential{"bearer": {Value: "$STEPWISE_API_TOKEN"}}})
 	if err != nil {
@@ -113,6 +121,30 @@ func TestOpenAPIImportsAsCatalog(t *testing.T) {
 			t.Errorf("no action %s after the import (actions %v)", name, res.Actions)
 		}
 	}
-	data, _ := json.Marshal(res.Warnings)
-	t.Logf("warnings: %s", data)
+	if len(res.Warnings) > 0 {
+		data, _ := json.Marshal(res.Warnings)
+		t.Errorf("the import warns: %s", data)
+	}
+	self := `version: 1
+name: self
+steps:
+  - id: start
+    uses: stepwise.start_run
+    with: {body: {workflow: quick, inputs: {n: 7}}}
+  - id: read
+    uses: stepwise.get_run
+    with: {run_id: "${{ steps.start.output.run_id }}"}
+outputs:
+  child: ${{ steps.start.output.run_id }}
+  status: ${{ steps.read.output.status }}
+  n: ${{ steps.read.output.outputs.n }}
+`
+	run := f.do(http.MethodPost, "/api/runs", StartRequest{Definition: self}).run(t, http.StatusCreated)
+	if run.Status != "succeeded" || run.Outputs["status"] != "succeeded" || run.Outputs["n"] != float64(7) {
+		t.Fatalf("the workflow calling the API: %+v", run)
+	}
+	child := f.do(http.MethodGet, "/api/runs/"+run.Outputs["child"].(string), nil).run(t, http.StatusOK)
+	if child.Workflow != "quick" || child.Outputs["n"] != float64(7) {
+		t.Fatalf("the run it started: %+v", child)
+	}
 }
