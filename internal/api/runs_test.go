@@ -292,8 +292,6 @@ func httptestDo(h http.Handler, method, path, body string) answer {
 	return answer{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
 }
 
-
-
 // TestForeignHost: a request that reached the loopback server under
 // another host name (DNS rebinding) is refused before anything.
 func TestForeignHost(t *testing.T) {
