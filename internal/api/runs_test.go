@@ -304,3 +304,27 @@ func TestForeignHost(t *testing.T) {
 		t.Fatalf("a foreign host's request left runs: %d, %v", len(runs), err)
 	}
 }
+
+// TestContinueSubWorkflowPause: a parent run shows its child's pause; the
+// child's token answers it at the parent's continue, and the answer
+// follows the parent to its end.
+func TestContinueSubWorkflowPause(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	parent := `version: 1
+name: parent
+steps:
+  - id: sub
+    workflow: greet
+outputs:
+  said: ${{ steps.sub.output.greeting }}
+`
+	run := f.do(http.MethodPost, "/api/runs", StartRequest{Definition: parent}).run(t, http.StatusCreated)
+	if run.Status != code.StatusWaiting || run.Pause == nil || run.Pause.RunID == run.RunID {
+		t.Fatalf("the parent does not show its child's pause: %+v", run)
+	}
+	done := f.do(http.MethodPost, "/api/runs/"+run.RunID+"/continue", ContinueRequest{Token: run.Pause.Token, Value: "Ada"}).run(t, http.StatusOK)
+	if done.RunID != run.RunID || done.Status != code.StatusSucceeded || done.Outputs["said"] != "Hello, Ada" {
+		t.Fatalf("the parent after its child's answer: %+v", done)
+	}
+}
