@@ -43,7 +43,7 @@ outputs:
 `
 
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	svc *service.Service
 	h   *Handler
 	srv *httptest.Server
@@ -51,14 +51,14 @@ type fixture struct {
 
 // newFixture serves the API of a fresh home whose library holds greet
 // and quick, behind testToken.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	return newFixtureWith(t, service.Options{})
 }
 
 // newFixtureWith is newFixture with the service's options (its home and
 // durability are set here).
-func newFixtureWith(t *testing.T, opts service.Options) *fixture {
+func newFixtureWith(t testing.TB, opts service.Options) *fixture {
 	t.Helper()
 	home := t.TempDir()
 	lib := filepath.Join(home, "workflows")
@@ -141,7 +141,7 @@ func (f *fixture) send(method, path string, body any, headers map[string]string)
 }
 
 // run decodes a run answer with the status want.
-func (a answer) run(t *testing.T, want int) Run {
+func (a answer) run(t testing.TB, want int) Run {
 	t.Helper()
 	if a.status != want {
 		t.Fatalf("status %d, want %d: %s", a.status, want, a.body)
@@ -157,7 +157,7 @@ func (a answer) run(t *testing.T, want int) Run {
 }
 
 // problem decodes a problem answer with the status and code want.
-func (a answer) problem(t *testing.T, status int, code string) Problem {
+func (a answer) problem(t testing.TB, status int, code string) Problem {
 	t.Helper()
 	if a.status != status {
 		t.Fatalf("status %d, want %d: %s", a.status, status, a.body)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -326,5 +327,36 @@ outputs:
 	done := f.do(http.MethodPost, "/api/runs/"+run.RunID+"/continue", ContinueRequest{Token: run.Pause.Token, Value: "Ada"}).run(t, http.StatusOK)
 	if done.RunID != run.RunID || done.Status != code.StatusSucceeded || done.Outputs["said"] != "Hello, Ada" {
 		t.Fatalf("the parent after its child's answer: %+v", done)
+	}
+}
+
+// TestExpiredToken: a token past its lifetime is 410 and changes
+// nothing; reading the run gives a fresh token that answers.
+func TestExpiredToken(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	f := newFixtureWith(t, service.Options{Now: clock, TokenTTL: time.Minute})
+	run := f.do(http.MethodPost, "/api/runs", StartRequest{Workflow: "greet"}).run(t, http.StatusCreated)
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	path := "/api/runs/" + run.RunID
+	p := f.do(http.MethodPost, path+"/continue", ContinueRequest{Token: run.Pause.Token, Value: "Ada"}).problem(t, http.StatusGone, code.TokenExpired)
+	if p.RunID != run.RunID {
+		t.Errorf("problem %+v", p)
+	}
+	fresh := f.do(http.MethodGet, path, nil).run(t, http.StatusOK)
+	if fresh.Status != code.StatusWaiting || fresh.Pause == nil || fresh.Pause.Token == run.Pause.Token {
+		t.Fatalf("after the expiry the run reads %+v", fresh)
+	}
+	done := f.do(http.MethodPost, path+"/continue", ContinueRequest{Token: fresh.Pause.Token, Value: "Ada"}).run(t, http.StatusOK)
+	if done.Status != code.StatusSucceeded {
+		t.Fatalf("the fresh token: %+v", done)
 	}
 }
