@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/internal/service"
 )
 
@@ -76,7 +77,10 @@ type route struct {
 	// parameters and path parameters (nil: none); out the type of the
 	// success answer, given with status.
 	body, query, params, out reflect.Type
-	status                   int
+	// optionalBody: the route takes no body as {} (the document says the
+	// body is not required).
+	optionalBody bool
+	status       int
 	// problems are the error statuses it answers besides those of every
 	// route (401, 405, 500).
 	problems []int
@@ -103,7 +107,7 @@ var routes = []route{
 		problems: []int{400, 403, 404, 409, 410, 413, 415, 422, 503}, serve: (*Handler).continueRun},
 	{method: http.MethodPost, path: "/api/runs/{run_id}/cancel", id: "cancel_run", summary: "Cancel a run",
 		doc:    "Cancel an unfinished run and its sub-workflow runs; compensate undoes the completed steps first. Cannot be undone.",
-		params: reflect.TypeFor[RunPath](), body: reflect.TypeFor[CancelRequest](), out: reflect.TypeFor[Run](), status: http.StatusOK,
+		params: reflect.TypeFor[RunPath](), body: reflect.TypeFor[CancelRequest](), optionalBody: true, out: reflect.TypeFor[Run](), status: http.StatusOK,
 		problems: []int{400, 404, 409, 413, 415, 503}, serve: (*Handler).cancel},
 	{method: http.MethodGet, path: "/api/openapi.json", id: "get_openapi", summary: "This API's OpenAPI document",
 		doc: "The OpenAPI 3.1 document of this API.", out: reflect.TypeFor[map[string]any](), status: http.StatusOK,
@@ -140,7 +144,7 @@ func New(svc *service.Service, o Options) *Handler {
 		h.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { h.dispatch(w, r, rs) })
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, Problem{Code: CodeRouteNotFound, Status: http.StatusNotFound, Category: "not_found",
+		writeProblem(w, r, Problem{Code: CodeRouteNotFound, Status: http.StatusNotFound, Category: code.CategoryNotFound,
 			Detail: "no route " + r.URL.Path, Suggestion: "the routes are in /api/openapi.json"})
 	})
 	return h
@@ -149,13 +153,13 @@ func New(svc *service.Service, o Options) *Handler {
 // ServeHTTP authenticates the request and routes it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if foreignHost(r) {
-		writeProblem(w, r, Problem{Code: CodeForeignHost, Status: http.StatusForbidden, Category: "security",
+		writeProblem(w, r, Problem{Code: CodeForeignHost, Status: http.StatusForbidden, Category: service.CategorySecurity,
 			Detail: "a request to a loopback address must name a loopback host (Host: " + r.Host + ")"})
 		return
 	}
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="stepwise"`)
-		writeProblem(w, r, Problem{Code: CodeUnauthorized, Status: http.StatusUnauthorized, Category: "auth",
+		writeProblem(w, r, Problem{Code: CodeUnauthorized, Status: http.StatusUnauthorized, Category: code.CategoryAuth,
 			Detail: "a bearer token is required: Authorization: Bearer <token>, one of the server's --auth-token"})
 		return
 	}
@@ -214,7 +218,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, rs []route) {
 		allowed = append(allowed, rt.method)
 	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	writeProblem(w, r, Problem{Code: CodeMethodNotAllowed, Status: http.StatusMethodNotAllowed, Category: "validation",
+	writeProblem(w, r, Problem{Code: CodeMethodNotAllowed, Status: http.StatusMethodNotAllowed, Category: code.CategoryValidation,
 		Detail: fmt.Sprintf("%s does not take %s: use %s", r.URL.Path, r.Method, strings.Join(allowed, " or "))})
 }
 
@@ -225,7 +229,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool
 	if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength > 0 {
 		mt, _, _ := mime.ParseMediaType(ct)
 		if mt != "application/json" {
-			writeProblem(w, r, Problem{Code: CodeMediaType, Status: http.StatusUnsupportedMediaType, Category: "validation",
+			writeProblem(w, r, Problem{Code: CodeMediaType, Status: http.StatusUnsupportedMediaType, Category: code.CategoryValidation,
 				Detail: fmt.Sprintf("the body's Content-Type is %q: send application/json", ct)})
 			return false
 		}
@@ -234,7 +238,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeProblem(w, r, Problem{Code: CodeBodyTooLarge, Status: http.StatusRequestEntityTooLarge, Category: "validation",
+			writeProblem(w, r, Problem{Code: CodeBodyTooLarge, Status: http.StatusRequestEntityTooLarge, Category: code.CategoryValidation,
 				Detail: fmt.Sprintf("the body is larger than %d bytes", tooBig.Limit)})
 			return false
 		}

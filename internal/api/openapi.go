@@ -119,7 +119,7 @@ func buildDocument(rs []route, baseURL, version string) (map[string]any, error) 
 			if err != nil {
 				return nil, err
 			}
-			op["requestBody"] = map[string]any{"required": rt.body != reflect.TypeFor[CancelRequest](),
+			op["requestBody"] = map[string]any{"required": !rt.optionalBody,
 				"content": map[string]any{"application/json": map[string]any{"schema": s}}}
 		}
 		out, err := ref(rt.out)
