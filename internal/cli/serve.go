@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"stepwise.dev/stepwise/internal/action"
+	"stepwise.dev/stepwise/internal/api"
 	"stepwise.dev/stepwise/internal/linelog"
 	"stepwise.dev/stepwise/internal/mcpserver"
 	"stepwise.dev/stepwise/internal/metric"
@@ -545,6 +546,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv 
 	if dash != nil {
 		hopts.Dashboard = dash
 	}
+	hopts.API = api.New(svc, api.Options{AuthTokens: o.authTokens, BaseURL: baseURL, Version: Version, MaxBodyBytes: int64(o.maxMessageBytes), Logger: logger})
 	hs := &http.Server{
 		Handler:           srv.HTTPHandler(hopts),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -557,6 +559,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, srv 
 		hs.RegisterOnShutdown(dash.Close) // live views would hold it too
 		fmt.Fprintf(stderr, "stepwise: dashboard at %s/\n", baseURL)
 	}
+	fmt.Fprintf(stderr, "stepwise: REST API at %s/api/ (see %s/api/openapi.json)\n", baseURL, baseURL)
 	logger.Info("serving MCP over HTTP", append([]any{"url", baseURL + "/mcp", "auth", len(o.authTokens) > 0}, policy...)...)
 	errc := make(chan error, 1)
 	go func() {

@@ -44,6 +44,9 @@ type HTTPOptions struct {
 	// Dashboard, when set, serves every path no other route serves (the
 	// web dashboard at /); it does its own authentication.
 	Dashboard http.Handler
+	// API, when set, serves /api/ (the REST API); it does its own
+	// authentication with AuthTokens.
+	API http.Handler
 }
 
 // HTTPHandler serves streamable HTTP at /mcp, the one-time secret pages at
@@ -118,6 +121,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	route("/readyz", http.HandlerFunc(s.readyz))
 	if metricsHandler != nil {
 		route("/metrics", metricsHandler)
+	}
+	if o.API != nil {
+		route("/api/", o.API)
 	}
 	if o.Dashboard != nil {
 		route("/", o.Dashboard)
