@@ -318,7 +318,7 @@ func dueInstants(clock workflow.Clock, next, now time.Time, policy string) ([]ti
 // StartScheduler syncs every library workflow's schedules, keeps them in
 // step with the library (OnLibraryChange, and a full sync every minute
 // for files changed behind the service's back), and fires due schedules
-// every tick (default 1s) until stop is called.
+// every tick (default 1s) until stop (or Close) is called.
 func (s *Service) StartScheduler(tick time.Duration) (stop func(), err error) {
 	if _, err := s.scheduleStore(); err != nil {
 		return nil, err
@@ -373,5 +373,26 @@ func (s *Service) StartScheduler(tick time.Duration) (stop func(), err error) {
 		}
 	}()
 	var once sync.Once
-	return func() { once.Do(func() { cancel(); wg.Wait() }) }, nil
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	s.scheduler.mu.Lock()
+	s.scheduler.stops = append(s.scheduler.stops, stop)
+	s.scheduler.mu.Unlock()
+	return stop, nil
+}
+
+// schedulerState holds the stops of the schedulers started, for Close.
+type schedulerState struct {
+	mu    sync.Mutex
+	stops []func()
+}
+
+// stopScheduler stops every scheduler started (Close).
+func (s *Service) stopScheduler() {
+	s.scheduler.mu.Lock()
+	stops := s.scheduler.stops
+	s.scheduler.stops = nil
+	s.scheduler.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 }

@@ -151,10 +151,13 @@ type Service struct {
 	search    searchState
 
 	now       func() time.Time
+	envLookup func(string) (string, bool) // through EnvPolicy
 	log       *slog.Logger
 	retention retentionPolicy
 	// stopRetention stops the retention goroutine (nil when none runs).
 	stopRetention func()
+	// scheduler is the schedules' goroutine (StartScheduler).
+	scheduler schedulerState
 	catalogs      *catalogs
 	// states signs what clients carry between requests (SignState).
 	states *token.StateSigner
@@ -228,7 +231,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
 	svc := &Service{Home: h, Store: st, Actions: actions, Library: lib, Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
-		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, log: opts.Logger,
+		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, envLookup: workflowEnv(opts), log: opts.Logger,
 		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}, feed: feed}
 	if svc.now == nil {
 		svc.now = time.Now
@@ -258,6 +261,7 @@ func (s *Service) Close(ctx context.Context) error {
 	if s.stopRetention != nil {
 		s.stopRetention()
 	}
+	s.stopScheduler()
 	s.feedMu.Lock()
 	s.feedClosed = true
 	if s.stopFeed != nil {
