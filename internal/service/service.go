@@ -158,7 +158,7 @@ type Service struct {
 	stopRetention func()
 	// scheduler is the schedules' goroutine (StartScheduler).
 	scheduler schedulerState
-	catalogs      *catalogs
+	catalogs  *catalogs
 	// states signs what clients carry between requests (SignState).
 	states *token.StateSigner
 	// feed carries changes to and from the other processes sharing the

@@ -223,4 +223,3 @@ func (s *Service) checkHookNames(wf *workflow.Workflow) error {
 		Message:    fmt.Sprintf("workflow %q is not saved: a webhook name it declares is taken", wf.Name),
 		Suggestion: "give the webhook another name, or remove it from the other workflow first"}
 }
-
