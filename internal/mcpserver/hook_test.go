@@ -160,4 +160,13 @@ func TestHookRefusals(t *testing.T) {
 	if code, out := postHook(h, "hidden", body, sign("x", body), ""); code != http.StatusServiceUnavailable || errCode(out) != service.CodeHookUnavailable {
 		t.Fatalf("secret not allowed: %d %v", code, out)
 	}
+	if _, err := svc.DeleteWorkflow(context.Background(), "intake", false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := postHook(h, "intake", body, sign("s3cret", body), ""); code != http.StatusNotFound {
+		t.Fatalf("hook of a deleted workflow: %d %v", code, out)
+	}
+	if _, err := svc.SaveWorkflow(context.Background(), service.SaveRequest{Content: taken}); err != nil {
+		t.Fatalf("the hook's name is free again: %v", err)
+	}
 }

@@ -301,6 +301,7 @@ func (s *Service) libraryChanged(name string) {
 // anything may have).
 func (s *Service) notifyLibrary(name string) {
 	s.InvalidateSearch()
+	s.hooks.invalidate()
 	s.watchers.mu.Lock()
 	fns := append([]func(string){}, s.watchers.fns...)
 	s.watchers.mu.Unlock()

@@ -158,7 +158,9 @@ type Service struct {
 	stopRetention func()
 	// scheduler is the schedules' goroutine (StartScheduler).
 	scheduler schedulerState
-	catalogs  *catalogs
+	// hooks finds the workflow declaring a webhook (webhook.go).
+	hooks    hookIndex
+	catalogs *catalogs
 	// states signs what clients carry between requests (SignState).
 	states *token.StateSigner
 	// feed carries changes to and from the other processes sharing the

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"stepwise.dev/stepwise/code"
@@ -61,22 +62,74 @@ type HookResult struct {
 	Status string `json:"status"`
 }
 
-// findHook returns the saved workflow declaring the webhook name.
-func (s *Service) findHook(name string) (*Loaded, *workflow.Webhook, error) {
+// hookIndex maps webhook names to the saved workflows declaring them, so
+// that a delivery (an unauthenticated request until its signature is
+// checked) parses one workflow, not the library. Library changes through
+// the service (or another replica) invalidate it; a name it does not know
+// rebuilds it at most every hookRebuildEvery, for files changed behind the
+// service's back.
+type hookIndex struct {
+	mu    sync.Mutex
+	m     map[string]string
+	valid bool
+	built time.Time
+}
+
+// hookRebuildEvery bounds how often an unknown hook name rebuilds the
+// index.
+const hookRebuildEvery = 5 * time.Second
+
+func (h *hookIndex) invalidate() {
+	h.mu.Lock()
+	h.valid = false
+	h.mu.Unlock()
+}
+
+// hookOwner returns the saved workflow declaring the webhook name ("" when
+// none does).
+func (s *Service) hookOwner(name string) (string, error) {
+	h := &s.hooks
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	owner, ok := h.m[name]
+	if h.valid && (ok || time.Since(h.built) < hookRebuildEvery) {
+		return owner, nil
+	}
 	names, err := s.Library.Names(library.Saved)
 	if err != nil {
-		return nil, nil, err
+		return "", err
 	}
+	m := map[string]string{}
 	for _, n := range names {
 		l, err := s.LoadLibraryWorkflow(n)
 		if err != nil {
 			continue // an invalid entry serves no hook
 		}
-		for _, h := range l.Workflow.Webhooks() {
-			if h.Name == name {
-				return l, h, nil
+		for _, wh := range l.Workflow.Webhooks() {
+			if _, taken := m[wh.Name]; !taken {
+				m[wh.Name] = n
 			}
 		}
+	}
+	h.m, h.valid, h.built = m, true, time.Now()
+	return m[name], nil
+}
+
+// findHook returns the saved workflow declaring the webhook name.
+func (s *Service) findHook(name string) (*Loaded, *workflow.Webhook, error) {
+	owner, err := s.hookOwner(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if owner != "" {
+		if l, err := s.LoadLibraryWorkflow(owner); err == nil {
+			for _, h := range l.Workflow.Webhooks() {
+				if h.Name == name {
+					return l, h, nil
+				}
+			}
+		}
+		s.hooks.invalidate() // changed behind the service's back
 	}
 	return nil, nil, &engine.Error{Code: CodeHookNotFound, Category: code.CategoryNotFound, Name: name,
 		Message: fmt.Sprintf("no workflow of the library declares the webhook %q", name)}
@@ -190,30 +243,18 @@ func plainNumber(v any) any {
 // checkHookNames refuses a save whose webhooks another saved workflow
 // already declares: a hook's name is unique across the library.
 func (s *Service) checkHookNames(wf *workflow.Workflow) error {
-	hooks := wf.Webhooks()
-	if len(hooks) == 0 {
-		return nil
-	}
-	names, err := s.Library.Names(library.Saved)
-	if err != nil {
-		return err
-	}
 	var vs []workflow.Violation
-	for _, n := range names {
-		if n == wf.Name {
+	for i, t := range wf.Triggers {
+		if t == nil || t.Webhook == nil {
 			continue
 		}
-		other, err := s.LoadLibraryWorkflow(n)
+		owner, err := s.hookOwner(t.Webhook.Name)
 		if err != nil {
-			continue
+			return err
 		}
-		for _, oh := range other.Workflow.Webhooks() {
-			for i, t := range wf.Triggers {
-				if t != nil && t.Webhook != nil && t.Webhook.Name == oh.Name {
-					vs = append(vs, workflow.Violation{Path: fmt.Sprintf("/triggers/%d/webhook/name", i), Rule: workflow.RuleDuplicateID,
-						Message: fmt.Sprintf("workflow %s already declares the webhook %q", n, oh.Name)})
-				}
-			}
+		if owner != "" && owner != wf.Name {
+			vs = append(vs, workflow.Violation{Path: fmt.Sprintf("/triggers/%d/webhook/name", i), Rule: workflow.RuleDuplicateID,
+				Message: fmt.Sprintf("workflow %s already declares the webhook %q", owner, t.Webhook.Name)})
 		}
 	}
 	if len(vs) == 0 {
