@@ -3,9 +3,12 @@ package service
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"stepwise.dev/stepwise/internal/store/postgres/pgtest"
 )
 
 func scheduledWorkflow(name, schedule string) string {
@@ -15,7 +18,13 @@ func scheduledWorkflow(name, schedule string) string {
 
 func openScheduleService(t *testing.T, home string, clk *clock) *Service {
 	t.Helper()
-	svc, err := Open(context.Background(), Options{Home: home, Durability: "normal", Now: clk.Now})
+	return openScheduleServiceOn(t, home, "", clk)
+}
+
+// openScheduleServiceOn opens a service on db ("": the home's SQLite).
+func openScheduleServiceOn(t *testing.T, home, db string, clk *clock) *Service {
+	t.Helper()
+	svc, err := Open(context.Background(), Options{Home: home, Database: db, Durability: "normal", Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,14 +142,27 @@ func TestScheduleCatchUpAfterRestart(t *testing.T) {
 	}
 }
 
-// Two services on one home (two replicas of one database) fire each
-// instant of a schedule exactly once between them.
+// Two services on one home's SQLite file (two processes on one home) or
+// on one PostgreSQL database (replicas) fire each instant of a schedule
+// exactly once between them.
 func TestTwoReplicasNeverFireAnInstantTwice(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		home := t.TempDir()
+		testReplicasFireOnce(t, home, home, "")
+	})
+	t.Run("postgres", func(t *testing.T) {
+		if os.Getenv("STEPWISE_TEST_DATABASE_URL") == "" {
+			t.Skip("STEPWISE_TEST_DATABASE_URL is not set")
+		}
+		testReplicasFireOnce(t, t.TempDir(), t.TempDir(), pgtest.Schema(t))
+	})
+}
+
+func testReplicasFireOnce(t *testing.T, homeA, homeB, db string) {
 	ctx := context.Background()
-	home := t.TempDir()
 	clk := &clock{t: time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)}
-	a := openScheduleService(t, home, clk)
-	b := openScheduleService(t, home, clk)
+	a := openScheduleServiceOn(t, homeA, db, clk)
+	b := openScheduleServiceOn(t, homeB, db, clk)
 	save(t, a, scheduledWorkflow("both", "{every: 1s, inputs: {who: pair}}"))
 	if err := b.SyncSchedules(ctx, "both"); err != nil { // b's periodic sync: keeps a's state
 		t.Fatal(err)
@@ -160,6 +182,9 @@ func TestTwoReplicasNeverFireAnInstantTwice(t *testing.T) {
 				}
 				mu.Lock()
 				for _, x := range f {
+					if x.RunID == "" {
+						t.Errorf("firing without a run: %+v", x)
+					}
 					count[x.At]++
 				}
 				mu.Unlock()
