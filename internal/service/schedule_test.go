@@ -248,3 +248,28 @@ func TestSchedulePauseResume(t *testing.T) {
 		t.Fatalf("pause of no schedule: %v", err)
 	}
 }
+
+// The scheduler's own loop fires what is due at each tick, and Close
+// stops it.
+func TestSchedulerLoopFires(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)}
+	svc, err := Open(ctx, Options{Home: t.TempDir(), Durability: "normal", Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(ctx)
+	if _, err := svc.StartScheduler(5 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	save(t, svc, scheduledWorkflow("looped", "{every: 1h, inputs: {who: loop}}"))
+	clk.add(time.Hour)
+	eventually(t, "the loop fires the due schedule", func() bool {
+		list, err := svc.ListSchedules(ctx)
+		return err == nil && len(list) == 1 && list[0].LastRunID != ""
+	})
+	runs, _, err := svc.ListRuns(ctx, RunFilter{Workflow: "looped"})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs of the schedule: %d, %v; want 1", len(runs), err)
+	}
+}
