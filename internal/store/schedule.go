@@ -29,6 +29,10 @@ type Firing struct {
 	RunID string
 }
 
+// MaxFirings bounds the firings a store keeps of one schedule: the
+// newest stay.
+const MaxFirings = 1000
+
 // ErrFiringTaken is ClaimFiring's answer when the schedule moved on
 // meanwhile (another replica fired it, it was paused, changed or
 // removed): the caller fires nothing.
@@ -50,6 +54,9 @@ type ScheduleStore interface {
 	// (ErrFiringTaken otherwise, writing nothing): of replicas claiming
 	// the same instant, one wins. at may be empty (instants skipped).
 	ClaimFiring(ctx context.Context, key string, expected, next time.Time, at []time.Time) error
+	// The store keeps the newest MaxFirings firings of each schedule, and
+	// drops a schedule's firings when it changes or is removed.
+	//
 	// RecordFiringRun records the run a firing started.
 	RecordFiringRun(ctx context.Context, key string, at time.Time, runID string) error
 	// Firings returns the schedule's latest firings, newest first (limit

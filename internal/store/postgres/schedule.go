@@ -44,6 +44,10 @@ func (s *Store) SyncSchedules(ctx context.Context, workflow string, scheds []sto
 			if spec, ok := old[sc.Key]; ok && spec == sc.Spec {
 				continue
 			}
+			// A changed schedule starts afresh: its firings go with the old spec.
+			if _, err := tx.Exec(ctx, `DELETE FROM schedule_firings WHERE key = $1`, sc.Key); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schedules (key, workflow, trigger_index, spec, next_fire, paused) VALUES ($1, $2, $3, $4, $5, $6)
 				ON CONFLICT (key) DO UPDATE SET workflow = excluded.workflow, trigger_index = excluded.trigger_index, spec = excluded.spec,
 				next_fire = excluded.next_fire, paused = excluded.paused, last_fired = 0, last_run = ''
@@ -55,6 +59,9 @@ func (s *Store) SyncSchedules(ctx context.Context, workflow string, scheds []sto
 		for k := range old {
 			if !keep[k] {
 				if _, err := tx.Exec(ctx, `DELETE FROM schedules WHERE key = $1`, k); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `DELETE FROM schedule_firings WHERE key = $1`, k); err != nil {
 					return err
 				}
 			}
@@ -113,7 +120,10 @@ func (s *Store) ClaimFiring(ctx context.Context, key string, expected, next time
 				return err
 			}
 		}
-		return nil
+		// The history is bounded: the newest store.MaxFirings firings stay.
+		_, err = tx.Exec(ctx, `DELETE FROM schedule_firings WHERE key = $1 AND at < (SELECT at FROM schedule_firings WHERE key = $1 ORDER BY at DESC LIMIT 1 OFFSET $2)`,
+			key, store.MaxFirings-1)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("claim firing of %s: %w", key, unavailable(err))

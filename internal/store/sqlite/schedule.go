@@ -43,6 +43,10 @@ func (s *Store) SyncSchedules(ctx context.Context, workflow string, scheds []sto
 				keep[sc.Key] = true
 				continue
 			}
+			// A changed schedule starts afresh: its firings go with the old spec.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM schedule_firings WHERE key = ?`, sc.Key); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO schedules (key, workflow, trigger_index, spec, next_fire, paused) VALUES (?, ?, ?, ?, ?, ?)
 				ON CONFLICT (key) DO UPDATE SET workflow = excluded.workflow, trigger_index = excluded.trigger_index, spec = excluded.spec,
 				next_fire = excluded.next_fire, paused = excluded.paused, last_fired = 0, last_run = ''`,
@@ -54,6 +58,9 @@ func (s *Store) SyncSchedules(ctx context.Context, workflow string, scheds []sto
 		for k := range old {
 			if !keep[k] {
 				if _, err := tx.ExecContext(ctx, `DELETE FROM schedules WHERE key = ?`, k); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM schedule_firings WHERE key = ?`, k); err != nil {
 					return err
 				}
 			}
@@ -114,7 +121,10 @@ func (s *Store) ClaimFiring(ctx context.Context, key string, expected, next time
 				return err
 			}
 		}
-		return nil
+		// The history is bounded: the newest store.MaxFirings firings stay.
+		_, err = tx.ExecContext(ctx, `DELETE FROM schedule_firings WHERE key = ? AND at < (SELECT at FROM schedule_firings WHERE key = ? ORDER BY at DESC LIMIT 1 OFFSET ?)`,
+			key, key, store.MaxFirings-1)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("claim firing of %s: %w", key, unavailable(err))

@@ -17,6 +17,7 @@ var scheduleTests = []struct {
 }{
 	{"SchedulesSyncClaimPause", testSchedules},
 	{"WebhookDeliveriesReplayWindow", testDeliveries},
+	{"ScheduleFiringsBounded", testFiringsBounded},
 }
 
 func scheduleStore(t *testing.T, s store.Store) store.ScheduleStore {
@@ -70,6 +71,9 @@ func testSchedules(t *testing.T, s store.Store) {
 	if list, _ = ss.ListSchedules(ctx); len(list) != 1 || !list[0].NextFire.Equal(a2.NextFire) || !list[0].LastFired.IsZero() {
 		t.Fatalf("after a changed spec: %+v", list)
 	}
+	if f, err := ss.Firings(ctx, a.Key, 10); err != nil || len(f) != 0 {
+		t.Fatalf("firings of a changed schedule: %+v, %v; want none", f, err)
+	}
 	// Paused: no claim; resumed at a new instant.
 	if err := ss.SetSchedulePaused(ctx, a.Key, true, time.Time{}); err != nil {
 		t.Fatal(err)
@@ -92,6 +96,37 @@ func testSchedules(t *testing.T, s store.Store) {
 	}
 	if list, _ = ss.ListSchedules(ctx); len(list) != 0 {
 		t.Fatalf("after removing: %+v", list)
+	}
+}
+
+// testFiringsBounded claims more firings than a store keeps: the newest
+// MaxFirings stay.
+func testFiringsBounded(t *testing.T, s store.Store) {
+	ss := scheduleStore(t, s)
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	if err := ss.SyncSchedules(ctx, "busy", []store.Schedule{{Key: "busy#0", Workflow: "busy", Spec: "x", NextFire: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	next := t0
+	total := store.MaxFirings + 100
+	for done := 0; done < total; done += 100 {
+		at := make([]time.Time, 100)
+		for i := range at {
+			at[i] = t0.Add(time.Duration(done+i) * time.Second)
+		}
+		after := at[99].Add(time.Second)
+		if err := ss.ClaimFiring(ctx, "busy#0", next, after, at); err != nil {
+			t.Fatal(err)
+		}
+		next = after
+	}
+	f, err := ss.Firings(ctx, "busy#0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldest := t0.Add(time.Duration(total-store.MaxFirings) * time.Second)
+	if len(f) != store.MaxFirings || !f[len(f)-1].At.Equal(oldest) {
+		t.Fatalf("%d firings kept, oldest %v; want %d from %s", len(f), f[len(f)-1].At, store.MaxFirings, oldest)
 	}
 }
 
