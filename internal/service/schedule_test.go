@@ -273,3 +273,24 @@ func TestSchedulerLoopFires(t *testing.T) {
 		t.Fatalf("runs of the schedule: %d, %v; want 1", len(runs), err)
 	}
 }
+
+// Renaming a workflow moves its schedules to the new name at once;
+// changing its schedule starts it afresh.
+func TestScheduleFollowsRenameAndEdit(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)}
+	svc := openScheduleService(t, t.TempDir(), clk)
+	save(t, svc, scheduledWorkflow("before", "{every: 1h, inputs: {who: x}}"))
+	if _, err := svc.RenameWorkflow(ctx, "before", "after", ""); err != nil {
+		t.Fatal(err)
+	}
+	list, err := svc.ListSchedules(ctx)
+	if err != nil || len(list) != 1 || list[0].Key != "after#0" || list[0].Workflow != "after" {
+		t.Fatalf("after rename: %+v %v", list, err)
+	}
+	clk.add(10 * time.Minute)
+	save(t, svc, scheduledWorkflow("after", "{every: 2h, inputs: {who: x}}"))
+	if list, _ = svc.ListSchedules(ctx); len(list) != 1 || list[0].Every != "2h" || !list[0].NextFire.Equal(clk.Now().Add(2*time.Hour)) {
+		t.Fatalf("after edit: %+v", list)
+	}
+}
