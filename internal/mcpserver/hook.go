@@ -74,8 +74,11 @@ func (s *Server) HookHandler() http.Handler {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message,
-				"suggestion": e.Suggestion, "violations": e.Violations}})
+			body := map[string]any{"code": e.Code, "message": e.Message, "suggestion": e.Suggestion}
+			if len(e.Violations) > 0 {
+				body["violations"] = e.Violations
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": body})
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
