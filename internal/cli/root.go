@@ -52,7 +52,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newValidateCmd(), newSchemaCmd(), newGraphCmd(g), newRunCmd(g), newResumeCmd(g), newRunsCmd(g), newShowCmd(g), newCancelCmd(g),
 		newRetryCmd(g), newForkCmd(g), newRewindCmd(g), newRestartCmd(g), newPauseCmd(g), newPurgeCmd(g), newServeCmd(g),
 		newSaveCmd(g), newListCmd(g), newGetCmd(g), newRenameCmd(g), newDeleteCmd(g), newGenerateCmd(g),
-		newPlanCmd(g), newCatalogCmd(g))
+		newPlanCmd(g), newCatalogCmd(g), newSchedulesCmd(g))
 	return root
 }
 

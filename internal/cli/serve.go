@@ -315,6 +315,10 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		} else if n > 0 {
 			logger.Info("resumed interrupted runs", "count", n)
 		}
+		// The library's schedules fire while the server runs (Close stops them).
+		if _, err := svc.StartScheduler(0); err != nil {
+			logger.Error("schedules left off", "error", err)
+		}
 		srv.Start(ctx)
 		tuneServeGC()
 		return []any{"replica", svc.Engine.Owner(), "workspace", svc.Workspace.Dir, "shell", shell.Enabled, "shell_allow", shell.Allow, "env_allow", envPolicy.Allow,

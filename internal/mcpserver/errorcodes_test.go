@@ -282,6 +282,11 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	expect(service.CodeVersionConflict, "workflow_save", map[string]any{"content": string(greet)})
 	expect(service.CodeNameMismatch, "workflow_save", map[string]any{"content": string(greet), "name": "other"})
 	expect(service.CodeNameMissing, "workflow_save", map[string]any{"content": "version: 1\nsteps: []\n"})
+	expect(service.CodeScheduleNotFound, "schedule_pause", map[string]any{"key": "nowhere#0"})
+	hooked := "version: 1\nname: %s\nsteps:\n  - id: a\n    uses: log\n    with: {message: hi}\ntriggers:\n  - webhook: {name: taken, secret_env: S}\n"
+	if !call(t, cs, "workflow_save", map[string]any{"content": fmt.Sprintf(hooked, "hook-one")}, nil) {
+		expect(service.CodeHookTaken, "workflow_save", map[string]any{"content": fmt.Sprintf(hooked, "hook-two")})
+	}
 	expect(CodeConfirmationRequired, "workflow_delete", map[string]any{"name": "greet"})
 
 	// Catalogs.
@@ -376,6 +381,12 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	got[code.StepCrashed] = true
 	// An answers file's error: only the CLI checks answers given ahead.
 	got[service.CodeAnswerStepUnknown] = true
+	// POST /hooks/{name}'s refusals, answered over HTTP, not MCP
+	// (hook_test.go); and a store without schedules, which no server has.
+	for _, c := range []string{service.CodeHookNotFound, service.CodeHookUnavailable, service.CodeSignatureInvalid,
+		service.CodeDeliveryReplayed, service.CodeSchedulesUnsupported} {
+		got[c] = true
+	}
 	for _, code := range codesInSource(t) {
 		if !got[code] {
 			t.Errorf("error code %s is not walked by this test: add a case", code)

@@ -188,6 +188,7 @@ func (s *Server) addTools() {
 	s.addRunTools()
 	s.addPurgeTool()
 	s.addSearchTools()
+	s.addScheduleTools()
 }
 
 const instructions = `stepwise runs workflows: validated YAML/JSON definitions of automated steps, questions for a person and tasks for you (agent steps).

@@ -85,6 +85,18 @@ var builtinSchemas = map[string]toolSchema{
 		Input:  `{"additionalProperties":false,"properties":{"definition":{"description":"inline workflow, YAML or JSON text; or workflow","type":"string"},"inputs":{"type":"object"},"wait_seconds":{"description":"default 20, max 300; 0 returns at once","type":"number"},"workflow":{"description":"a library workflow's (or draft's) name; or definition","type":"string"}},"type":"object"}`,
 		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
+	"schedule_list": {
+		Input:  `{"additionalProperties":false,"type":"object"}`,
+		Output: ``,
+	},
+	"schedule_pause": {
+		Input:  `{"additionalProperties":false,"properties":{"key":{"description":"workflow#index, from schedule_list","type":"string"}},"required":["key"],"type":"object"}`,
+		Output: ``,
+	},
+	"schedule_resume": {
+		Input:  `{"additionalProperties":false,"properties":{"key":{"description":"workflow#index, from schedule_list","type":"string"}},"required":["key"],"type":"object"}`,
+		Output: ``,
+	},
 	"workflow_delete": {
 		Input:  `{"additionalProperties":false,"properties":{"confirm":{"description":"the person agreed (when your client cannot elicit)","type":"boolean"},"draft":{"description":"the draft of that name","type":"boolean"},"expected_version":{"description":"only if still at this revision","type":"string"},"name":{"type":"string"}},"required":["name"],"type":"object"}`,
 		Output: ``,

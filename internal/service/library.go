@@ -103,6 +103,11 @@ func (s *Service) SaveWorkflow(ctx context.Context, req SaveRequest) (*SaveResul
 			Violations: res.Violations,
 			Suggestion: "fix the violations and save again, or save it as a draft meanwhile"}
 	}
+	if !req.Draft && res.Workflow != nil {
+		if err := s.checkHookNames(res.Workflow); err != nil {
+			return nil, err
+		}
+	}
 	ext := ".yaml"
 	if res.Source != nil && res.Source.Format == "json" {
 		ext = ".json"
@@ -296,6 +301,7 @@ func (s *Service) libraryChanged(name string) {
 // anything may have).
 func (s *Service) notifyLibrary(name string) {
 	s.InvalidateSearch()
+	s.hooks.invalidate()
 	s.watchers.mu.Lock()
 	fns := append([]func(string){}, s.watchers.fns...)
 	s.watchers.mu.Unlock()

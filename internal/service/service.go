@@ -155,11 +155,16 @@ type Service struct {
 	search    searchState
 
 	now       func() time.Time
+	envLookup func(string) (string, bool) // through EnvPolicy
 	log       *slog.Logger
 	retention retentionPolicy
 	// stopRetention stops the retention goroutine (nil when none runs).
 	stopRetention func()
-	catalogs      *catalogs
+	// scheduler is the schedules' goroutine (StartScheduler).
+	scheduler schedulerState
+	// hooks finds the workflow declaring a webhook (webhook.go).
+	hooks    hookIndex
+	catalogs *catalogs
 	// states signs what clients carry between requests (SignState).
 	states *token.StateSigner
 	// feed carries changes to and from the other processes sharing the
@@ -244,7 +249,7 @@ func Open(ctx context.Context, opts Options) (*Service, error) {
 	actions.Register(action.NewShell(ws, opts.ShellPolicy))
 	actions.Register(action.File{Workspace: ws})
 	svc := &Service{Home: h, Store: st, Actions: actions, Library: lib, Workspace: ws, ShellPolicy: opts.ShellPolicy, EnvPolicy: opts.EnvPolicy,
-		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, log: opts.Logger,
+		NetworkPolicy: opts.NetworkPolicy, now: opts.Now, envLookup: workflowEnv(opts), log: opts.Logger,
 		retention: retentionPolicy{olderThan: opts.Retention, maxRuns: opts.MaxRuns}, feed: feed}
 	if svc.now == nil {
 		svc.now = time.Now
@@ -281,6 +286,7 @@ func (s *Service) Close(ctx context.Context) error {
 	if s.stopRetention != nil {
 		s.stopRetention()
 	}
+	s.stopScheduler()
 	s.feedMu.Lock()
 	s.feedClosed = true
 	if s.stopFeed != nil {

@@ -78,6 +78,7 @@ func (c *checker) run() {
 	c.outputs()
 	c.hooks(c.wf.OnSuccess)
 	c.hooks(c.wf.OnFailure)
+	c.triggers()
 }
 
 func (c *checker) inputNames() []string { return c.wf.InputNames() }

@@ -21,6 +21,8 @@ type Workflow struct {
 	Outputs   map[string]any    `json:"outputs,omitempty"`
 	OnSuccess []*Hook           `json:"on_success,omitempty"`
 	OnFailure []*Hook           `json:"on_failure,omitempty"`
+	// Triggers start runs without a caller (schedules, webhooks).
+	Triggers []*Trigger `json:"triggers,omitempty"`
 
 	// InputOrder lists the input names in the order they were written.
 	InputOrder []string `json:"-"`
