@@ -38,6 +38,9 @@ var (
 
 // Run statuses.
 const (
+	// StatusQueued: the run waits for its workflow's concurrency limit
+	// (AdmitQueued starts it).
+	StatusQueued    = code.StatusQueued
 	StatusPending   = code.StatusPending
 	StatusRunning   = code.StatusRunning
 	StatusWaiting   = code.StatusWaiting
