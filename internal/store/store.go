@@ -34,6 +34,8 @@ var (
 	// connection during the call (a restart, a failover). A write that
 	// failed so may or may not have been applied: read again to know.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrInvalidRun: a run to create whose fields contradict each other.
+	ErrInvalidRun = errors.New("invalid run")
 )
 
 // Run statuses.
@@ -84,6 +86,11 @@ type Run struct {
 	State json.RawMessage
 	// ParentID links a sub-workflow run to its parent.
 	ParentID string
+	// ConcurrencyLimit (0: none) and ConcurrencyKey name the run's
+	// concurrency queue (see queue.go); a run created StatusQueued waits
+	// in it for AdmitQueued.
+	ConcurrencyLimit int
+	ConcurrencyKey   string
 	// Rev increases with every commit; Commit checks it.
 	Rev int64
 	// EventSeq is the sequence number of the run's last event.
@@ -361,6 +368,15 @@ type Store interface {
 	// exists). ErrLeaseLost when the lease is no longer from's; the new
 	// lease has TookOver set.
 	TakeOverLease(ctx context.Context, from Lease, owner string, now time.Time, ttl time.Duration) (Lease, error)
+
+	// AdmitQueued starts queued runs whose queue has free slots (see
+	// queue.go): each becomes running, leased to r.Owner, with a
+	// run.started event. It returns their leases in admission order.
+	AdmitQueued(ctx context.Context, r AdmitRequest) ([]Lease, error)
+	// QueuePosition returns how many runs of the queued run's queue were
+	// queued before it (0: it is next); ErrNotFound when the run is not
+	// queued.
+	QueuePosition(ctx context.Context, runID string) (int, error)
 
 	// Steps returns the recorded step results of a run in the order they
 	// were recorded.

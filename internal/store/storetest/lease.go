@@ -36,6 +36,7 @@ func RunShared(t *testing.T, open PairOpener) {
 		{"ClaimRunsNeverHandsARunTwice", testClaimRunsConcurrent},
 		{"FencedCommitAfterTakeover", func(t *testing.T, a, b store.Store) { testLeaseTakeover(t, a, b) }},
 		{"CommitRacingTakeover", testLeaseCommitVsTakeover},
+		{"QueueAdmissionNeverExceedsTheLimit", testQueueConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

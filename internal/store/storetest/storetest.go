@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"PurgeRespectsFilters", testPurgeFilters},
 	}
 	tests = append(tests, leaseTests...)
+	tests = append(tests, queueTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
