@@ -476,6 +476,9 @@ func (e *Engine) publish(runID, status string, events []store.Event, seqs []int6
 	}
 	e.sawLocal(runID, seqs)
 	e.bus.publish(out...)
+	if store.Finished(status) {
+		e.wantAdmission()
+	}
 }
 
 func (e *Engine) event(rs *runState, typ, stepID string, data any, at time.Time) store.Event {

@@ -134,6 +134,8 @@ type Engine struct {
 	// the whole store instead of waking only due timers (timer.go).
 	claiming      atomic.Bool
 	claimNow      atomic.Bool // claim at once, not at the next poll (wakeClaims)
+	admitNow      atomic.Bool // admit queued runs at once (wantAdmission)
+	admittedAt    time.Time   // the timer loop's last admission (its own)
 	heartbeatStop chan struct{}
 	heartbeatDone chan struct{}
 	closeLeases   sync.Once

@@ -857,6 +857,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 			return runFinished(runID, run.Status)
 		}
 		e.interrupt(runID)
+		if run.Status == store.StatusQueued {
+			compensate = false // nothing ran: it only leaves its queue
+		}
 		now := e.now().UTC()
 		data, _ := json.Marshal(map[string]any{"reason": nilIfEmpty(reason)})
 		errJSON, _ := json.Marshal(map[string]any{"message": "canceled" + suffix(reason)})
