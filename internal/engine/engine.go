@@ -526,8 +526,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	return nil
 }
 
-// Wait blocks until the run is no longer pending or running (it waits,
-// finished or was canceled), or ctx ends. It returns the run's status.
+// Wait blocks until the run is no longer queued, pending or running (it
+// waits, finished or was canceled), or ctx ends. It returns the run's
+// status.
 func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 	events, stop := e.Subscribe(runID)
 	defer stop()
@@ -538,7 +539,7 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 		if err != nil {
 			return "", notFound(runID, err)
 		}
-		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
+		if !inProgress(run.Status) {
 			return run.Status, nil
 		}
 	wait:
@@ -550,7 +551,7 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 				if !ok {
 					break wait
 				}
-				if ev.Status != store.StatusRunning && ev.Status != store.StatusPending {
+				if !inProgress(ev.Status) {
 					break wait // re-read to confirm
 				}
 			case <-tick.C: // the driver may live in another process
@@ -558,6 +559,11 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 			}
 		}
 	}
+}
+
+// inProgress reports whether a run in status goes on by itself.
+func inProgress(status string) bool {
+	return status == store.StatusRunning || status == store.StatusPending || status == store.StatusQueued
 }
 
 func notFound(runID string, err error) error {
