@@ -135,6 +135,7 @@ type Engine struct {
 	claiming      atomic.Bool
 	claimNow      atomic.Bool // claim at once, not at the next poll (wakeClaims)
 	admitNow      atomic.Bool // admit queued runs at once (wantAdmission)
+	queues        atomic.Bool // a limited run was admitted (or asked to be) here
 	admittedAt    time.Time   // the timer loop's last admission (its own)
 	heartbeatStop chan struct{}
 	heartbeatDone chan struct{}

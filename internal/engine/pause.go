@@ -896,6 +896,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 		if c.Run.Status == store.StatusRunning {
 			e.schedule(runID)
 		}
+		if run.ConcurrencyLimit > 0 && c.Run.Status == store.StatusCanceled {
+			e.wantAdmission() // its slot, if it held one, is free
+		}
 		return nil
 	})
 }

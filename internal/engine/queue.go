@@ -16,7 +16,8 @@ import (
 // (store.AdmitQueued: FIFO, up to the limit, atomically per queue, across
 // processes). Admission is asked for when such a run starts, when any run
 // finishes here (a slot may be free), and, once the engine claims runs
-// (Recover), at every claim poll: a run finished by another process, or an
+// (Recover) or once it has seen a limited run, at every poll: a run
+// finished by another process or by a path that does not ask, or an
 // admission lost to a crash between a finish and the next admission, is
 // made up for within a poll. Slots are run statuses, so a crash leaks
 // none: a running run keeps its slot until whoever recovers it finishes it.
@@ -56,6 +57,7 @@ func (e *Engine) admit(ctx context.Context, r store.AdmitRequest) {
 	if e.isStopping() {
 		return
 	}
+	e.queues.Store(true)
 	r.Owner, r.Now, r.TTL = e.owner, e.now().UTC(), e.leaseTTL
 	got, err := e.store.AdmitQueued(ctx, r)
 	if err != nil && ctx.Err() == nil {
@@ -75,11 +77,12 @@ func (e *Engine) wantAdmission() {
 	e.wakeTimers()
 }
 
-// admitDue admits queued runs when told to (wantAdmission) or, claiming,
-// every admitPoll.
+// admitDue admits queued runs when told to (wantAdmission) or, when
+// claiming or once a limited run was seen here, every admitPoll.
 func (e *Engine) admitDue(claiming bool) {
 	now := time.Now()
-	if !e.admitNow.Swap(false) && (!claiming || now.Sub(e.admittedAt) < admitPoll) {
+	polls := claiming || e.queues.Load()
+	if !e.admitNow.Swap(false) && (!polls || now.Sub(e.admittedAt) < admitPoll) {
 		return
 	}
 	e.admittedAt = now
