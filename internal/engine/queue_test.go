@@ -286,3 +286,68 @@ func TestQueueSharedByReplicasOnPostgres(t *testing.T) {
 		t.Fatalf("%d executions for %d runs", len(got), len(ids))
 	}
 }
+
+// An engine stopped while the slot's holder is inside a step (a crash, as
+// far as the run can tell: it stays running) does not leak the slot, nor
+// lose it: the next run stays queued while another engine recovers the
+// holder, and runs only once the holder finished there.
+func TestQueueSlotOfAStoppedDriver(t *testing.T) {
+	const doc = `version: 1
+name: held
+concurrency: {limit: 1}
+steps:
+  - id: work
+    uses: ledger
+`
+	path := filepath.Join(t.TempDir(), "q.db")
+	l1 := newLedger()
+	started := make(chan struct{})
+	var once sync.Once
+	l1.hold = func(ctx context.Context, key string) error {
+		once.Do(func() { close(started) })
+		<-ctx.Done() // never finishes here
+		return ctx.Err()
+	}
+	p1 := openLeaseProc(t, path, ledgerRegistry(l1), time.Minute)
+	holder := startDoc(t, p1.eng, doc)
+	<-started
+	next := startDoc(t, p1.eng, doc)
+	p1.close()
+
+	l2 := newLedger()
+	var mu sync.Mutex
+	var early []string
+	p2 := openLeaseProc(t, path, ledgerRegistry(l2), time.Minute)
+	l2.hold = func(ctx context.Context, key string) error {
+		if strings.HasPrefix(key, next+"/") {
+			if r, err := p2.db.GetRun(ctx, holder); err != nil || !store.Finished(r.Status) {
+				mu.Lock()
+				early = append(early, r.Status)
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	if r, _ := p2.db.GetRun(context.Background(), holder); r.Status != store.StatusRunning {
+		t.Fatalf("the interrupted holder is %s", r.Status)
+	}
+	if r, _ := p2.db.GetRun(context.Background(), next); r.Status != store.StatusQueued {
+		t.Fatalf("the next run is %s before the holder was recovered", r.Status)
+	}
+	if _, err := p2.eng.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{holder, next} {
+		if r := waitStatus(t, p2.db, id, store.StatusSucceeded, store.StatusFailed); r.Status != store.StatusSucceeded {
+			t.Fatalf("run %s: %s %s", id, r.Status, r.Error)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(early) > 0 {
+		t.Fatalf("the next run ran while the holder was %v", early)
+	}
+	if n := l2.count(next, "work"); n != 1 {
+		t.Fatalf("the next run's step ran %d times", n)
+	}
+}
