@@ -939,6 +939,14 @@ func (e *Engine) Resume(ctx context.Context, runID string) (ResumeResult, error)
 			return ResumeResult{}, err
 		}
 	}
+	if run.Status == store.StatusQueued {
+		// Nothing to resume but its queue: admit what it has room for (this
+		// run, if its turn came and no process admitted it yet).
+		e.admit(ctx, store.AdmitRequest{Workflow: run.Workflow, Key: run.ConcurrencyKey})
+		if run, err = e.store.GetRun(ctx, runID); err != nil {
+			return ResumeResult{}, err
+		}
+	}
 	res := ResumeResult{Status: run.Status}
 	if run.Status != store.StatusRunning && run.Status != store.StatusPending {
 		return res, nil

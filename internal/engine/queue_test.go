@@ -351,3 +351,24 @@ steps:
 		t.Fatalf("the next run's step ran %d times", n)
 	}
 }
+
+// A detached start of a limited workflow leaves the run queued for the
+// process that drives runs; Resume admits it here when its queue has room.
+func TestQueueDetachedRunResumed(t *testing.T) {
+	p := &queueProbe{}
+	eng, st := openQueueEngine(t, filepath.Join(t.TempDir(), "q.db"), p)
+	res := workflow.Check([]byte(queuedDoc), workflow.Options{})
+	def, _ := workflow.Canonical(res.Source.Value)
+	id, err := eng.Start(context.Background(), StartRequest{Workflow: res.Workflow, Version: res.Version, Definition: def, Detached: true,
+		Inputs: map[string]any{"customer": "acme"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := st.GetRun(context.Background(), id); r.Status != store.StatusQueued {
+		t.Fatalf("a detached limited run is %s", r.Status)
+	}
+	if _, err := eng.Resume(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, st, id, store.StatusSucceeded)
+}

@@ -128,8 +128,8 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	switch {
 	case limited && !req.Detached:
 		e.admit(ctx, store.AdmitRequest{Workflow: wf.Name, Key: key})
-	case limited:
-		e.wakeClaims() // a claiming engine here admits it
+	case limited && e.claiming.Load():
+		e.wantAdmission() // detached, on an engine that claims runs: it admits it
 	case !req.Detached:
 		e.install(res.Lease)
 		e.schedule(run.ID)

@@ -283,7 +283,8 @@ type WorkflowStats struct {
 	Succeeded int
 	Failed    int
 	Canceled  int
-	// Active counts runs not finished (pending, running, waiting, paused).
+	// Active counts runs not finished (queued, pending, running, waiting,
+	// paused).
 	Active int
 	// MeanDuration is the mean time from creation to finish of the
 	// finished runs (zero when none finished).
