@@ -64,8 +64,8 @@ func (e *Engine) admit(ctx context.Context, r store.AdmitRequest) {
 		e.log.Error("admit queued runs", "workflow", r.Workflow, "err", err)
 	}
 	for _, l := range got {
-		e.install(l)
-		e.publish(l.RunID, store.StatusRunning, []store.Event{{Type: EventRunStarted, At: r.Now}}, nil)
+		e.install(l.Lease)
+		e.publish(l.RunID, store.StatusRunning, []store.Event{{Type: EventRunStarted, At: r.Now}}, []int64{l.EventSeq})
 		e.schedule(l.RunID)
 	}
 }

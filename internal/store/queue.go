@@ -43,6 +43,13 @@ type AdmitRequest struct {
 	TTL   time.Duration
 }
 
+// Admitted is a run AdmitQueued started: its new lease and the sequence
+// number of its run.started event.
+type Admitted struct {
+	Lease
+	EventSeq int64
+}
+
 // ActiveStatuses are the statuses that hold a queue's slot.
 var ActiveStatuses = []string{StatusPending, StatusRunning, StatusWaiting, StatusPaused}
 

@@ -372,8 +372,8 @@ type Store interface {
 
 	// AdmitQueued starts queued runs whose queue has free slots (see
 	// queue.go): each becomes running, leased to r.Owner, with a
-	// run.started event. It returns their leases in admission order.
-	AdmitQueued(ctx context.Context, r AdmitRequest) ([]Lease, error)
+	// run.started event. It returns them in admission order.
+	AdmitQueued(ctx context.Context, r AdmitRequest) ([]Admitted, error)
 	// QueuePosition returns how many runs of the queued run's queue were
 	// queued before it (0: it is next); ErrNotFound when the run is not
 	// queued.

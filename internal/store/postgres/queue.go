@@ -20,7 +20,7 @@ const activeIn = `status IN ('pending', 'running', 'waiting', 'paused')`
 // named by the queue: admissions to one queue are serialized across every
 // process of the database, and each statement after the lock sees the
 // admissions committed before it (read committed).
-func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.Lease, error) {
+func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.Admitted, error) {
 	if err := store.CheckAdmit(r); err != nil {
 		return nil, err
 	}
@@ -41,9 +41,9 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 		}
 	}
 	expires := r.Now.Add(r.TTL).UTC()
-	var out []store.Lease
+	var out []store.Admitted
 	for _, q := range queues {
-		var got []store.Lease
+		var got []store.Admitted
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			got = got[:0]
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "stepwise.queue\x1f"+q.workflow+"\x1f"+q.key); err != nil {
@@ -72,8 +72,8 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 			if err != nil {
 				return err
 			}
-			got, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Lease, error) {
-				l := store.Lease{Owner: r.Owner, Expires: expires}
+			got, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Admitted, error) {
+				l := store.Admitted{Lease: store.Lease{Owner: r.Owner, Expires: expires}}
 				var prev *string
 				err := row.Scan(&l.RunID, &prev)
 				l.TookOver = prev != nil && *prev != r.Owner
@@ -91,6 +91,7 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 				if err != nil {
 					return err
 				}
+				got[i].EventSeq = seq
 				if _, err := tx.Exec(ctx, `INSERT INTO events (run_id, seq, type, at) VALUES ($1, $2, $3, $4)`,
 					got[i].RunID, seq, store.EventRunStarted, nanos(r.Now)); err != nil {
 					return err

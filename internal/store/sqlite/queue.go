@@ -17,7 +17,7 @@ const activeIn = `status IN ('pending', 'running', 'waiting', 'paused')`
 // store/queue.go). Each queue is admitted in its own write transaction:
 // SQLite has one writer at a time, so the count of active runs and the
 // runs admitted cannot change in between, in this process or another.
-func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.Lease, error) {
+func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.Admitted, error) {
 	if err := store.CheckAdmit(r); err != nil {
 		return nil, err
 	}
@@ -43,9 +43,9 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 		}
 	}
 	expires := r.Now.Add(r.TTL).UTC()
-	var out []store.Lease
+	var out []store.Admitted
 	for _, q := range queues {
-		var got []store.Lease
+		var got []store.Admitted
 		err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			got = got[:0]
 			var limit, active int
@@ -70,7 +70,7 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 				return err
 			}
 			for rows.Next() {
-				l := store.Lease{Owner: r.Owner, Expires: expires}
+				l := store.Admitted{Lease: store.Lease{Owner: r.Owner, Expires: expires}}
 				var prev sql.NullString
 				if err := rows.Scan(&l.RunID, &prev); err != nil {
 					rows.Close()
@@ -92,6 +92,7 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 				if err != nil {
 					return err
 				}
+				got[i].EventSeq = seq
 				if _, err := s.insertEvents(ctx, tx, got[i].RunID, seq-1, []store.Event{{Type: store.EventRunStarted, At: r.Now}}, now); err != nil {
 					return err
 				}

@@ -38,7 +38,7 @@ func admit(t *testing.T, s store.Store, r store.AdmitRequest) []string {
 	}
 	var ids []string
 	for _, l := range ok(s.AdmitQueued(ctx, r))(t) {
-		if l.Owner != r.Owner || l.Epoch < 1 || !l.Expires.Equal(r.Now.Add(r.TTL)) {
+		if l.Owner != r.Owner || l.Epoch < 1 || !l.Expires.Equal(r.Now.Add(r.TTL)) || l.EventSeq != ok(s.GetRun(ctx, l.RunID))(t).EventSeq {
 			t.Fatalf("admitted lease %+v", l)
 		}
 		ids = append(ids, l.RunID)
