@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,8 +20,9 @@ import (
 // queueProbe records when each run's step begins and ends, in one log shared by
 // every engine of the test.
 type queueProbe struct {
-	mu  sync.Mutex
-	log []string // "+run" at the start, "-run" at the end
+	mu    sync.Mutex
+	log   []string // "+run" at the start, "-run" at the end
+	quick bool     // no pause inside the step (benchmarks)
 }
 
 func (p *queueProbe) Name() string        { return "probe" }
@@ -31,7 +33,9 @@ func (p *queueProbe) Run(ctx context.Context, call action.Call) (any, error) {
 	p.mu.Lock()
 	p.log = append(p.log, "+"+run)
 	p.mu.Unlock()
-	time.Sleep(2 * time.Millisecond) // room for another run to overlap, were it admitted
+	if !p.quick {
+		time.Sleep(2 * time.Millisecond) // room for another run to overlap, were it admitted
+	}
 	p.mu.Lock()
 	p.log = append(p.log, "-"+run)
 	p.mu.Unlock()
@@ -371,4 +375,32 @@ func TestQueueDetachedRunResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, st, id, store.StatusSucceeded)
+}
+
+// BenchmarkQueueLimitOne starts b.N runs of a workflow limited to one (or
+// four) runs at a time, all at once, and waits for the last: the admission's cost per
+// run (a start that queues, a finish that admits the next).
+func BenchmarkQueueLimitOne(b *testing.B) {
+	for _, limit := range []int{0, 1, 4} {
+		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
+			p := &queueProbe{quick: true}
+			reg := action.Builtins()
+			reg.Register(p)
+			proc := openLeaseProc(b, filepath.Join(b.TempDir(), "q.db"), reg, time.Minute)
+			doc := "version: 1\nname: bench\nsteps:\n  - id: work\n    uses: probe\n"
+			if limit > 0 { // 0: no concurrency, for comparison
+				doc = fmt.Sprintf("version: 1\nname: bench\nconcurrency: {limit: %d}\nsteps:\n  - id: work\n    uses: probe\n", limit)
+			}
+			ids := make([]string, b.N)
+			b.ResetTimer()
+			for i := range ids {
+				ids[i] = startDoc(b, proc.eng, doc)
+			}
+			for _, id := range ids {
+				if st, err := proc.eng.Wait(context.Background(), id); err != nil || st != store.StatusSucceeded {
+					b.Fatalf("run %s: %s %v", id, st, err)
+				}
+			}
+		})
+	}
 }

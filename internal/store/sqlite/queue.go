@@ -13,6 +13,15 @@ import (
 // The statuses that hold a queue's slot (store.ActiveStatuses), as SQL.
 const activeIn = `status IN ('pending', 'running', 'waiting', 'paused')`
 
+// The reads of an admission: the queues with queued runs, a queue's limit
+// (its oldest queued run's), its active runs and its oldest queued runs.
+const (
+	sqlQueues      = `SELECT DISTINCT workflow, concurrency_key FROM runs WHERE status = 'queued' AND concurrency_key IS NOT NULL LIMIT ?`
+	sqlQueueLimit  = `SELECT concurrency_limit FROM runs WHERE workflow = ? AND concurrency_key = ? AND status = 'queued' ORDER BY created_at, id LIMIT 1`
+	sqlQueueActive = `SELECT count(*) FROM runs WHERE workflow = ? AND concurrency_key = ? AND ` + activeIn
+	sqlQueueHead   = `SELECT id, lease_owner FROM runs WHERE workflow = ? AND concurrency_key = ? AND status = 'queued' ORDER BY created_at, id LIMIT ?`
+)
+
 // AdmitQueued starts the oldest queued runs of queues with free slots (see
 // store/queue.go). Each queue is admitted in its own write transaction:
 // SQLite has one writer at a time, so the count of active runs and the
@@ -24,7 +33,7 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 	type queue struct{ workflow, key string }
 	queues := []queue{{r.Workflow, r.Key}}
 	if r.All {
-		rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT workflow, concurrency_key FROM runs WHERE status = 'queued' AND concurrency_key IS NOT NULL LIMIT ?`, store.MaxQueues)
+		rows, err := s.r.QueryContext(ctx, sqlQueues, store.MaxQueues)
 		if err != nil {
 			return nil, fmt.Errorf("admit queued runs: %w", unavailable(err))
 		}
@@ -49,7 +58,7 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 		err := s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			got = got[:0]
 			var limit, active int
-			err := tx.QueryRowContext(ctx, `SELECT concurrency_limit FROM runs WHERE workflow = ? AND concurrency_key = ? AND status = 'queued' ORDER BY created_at, id LIMIT 1`,
+			err := tx.QueryRowContext(ctx, sqlQueueLimit,
 				q.workflow, q.key).Scan(&limit)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
@@ -57,14 +66,14 @@ func (s *Store) AdmitQueued(ctx context.Context, r store.AdmitRequest) ([]store.
 			if err != nil {
 				return err
 			}
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE workflow = ? AND concurrency_key = ? AND `+activeIn,
+			if err := tx.QueryRowContext(ctx, sqlQueueActive,
 				q.workflow, q.key).Scan(&active); err != nil {
 				return err
 			}
 			if active >= limit {
 				return nil
 			}
-			rows, err := tx.QueryContext(ctx, `SELECT id, lease_owner FROM runs WHERE workflow = ? AND concurrency_key = ? AND status = 'queued' ORDER BY created_at, id LIMIT ?`,
+			rows, err := tx.QueryContext(ctx, sqlQueueHead,
 				q.workflow, q.key, limit-active)
 			if err != nil {
 				return err
