@@ -5,8 +5,11 @@
 package code
 
 // Run statuses. A run is pending or running until it waits (a pause is
-// open), is held (paused) or finishes (succeeded, failed, canceled).
+// open), is held (paused) or finishes (succeeded, failed, canceled). A run
+// of a workflow with a concurrency limit that is reached starts queued: it
+// runs when the limit lets it (FIFO per concurrency key).
 const (
+	StatusQueued    = "queued"
 	StatusPending   = "pending"
 	StatusRunning   = "running"
 	StatusWaiting   = "waiting"
@@ -87,6 +90,7 @@ const (
 // Event types of a run's history.
 const (
 	EventRunCreated    = "run.created"
+	EventRunQueued     = "run.queued"
 	EventRunStarted    = "run.started"
 	EventRunPaused     = "run.paused"
 	EventRunContinued  = "run.continued"

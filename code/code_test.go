@@ -17,6 +17,7 @@ import (
 func TestSameValues(t *testing.T) {
 	t.Parallel()
 	pairs := []struct{ name, code, theirs string }{
+		{"StatusQueued", code.StatusQueued, store.StatusQueued},
 		{"StatusPending", code.StatusPending, store.StatusPending},
 		{"StatusRunning", code.StatusRunning, store.StatusRunning},
 		{"StatusWaiting", code.StatusWaiting, store.StatusWaiting},
@@ -62,6 +63,7 @@ func TestSameValues(t *testing.T) {
 		{"CategoryAuth", code.CategoryAuth, engine.CategoryAuth},
 		{"CategoryInternal", code.CategoryInternal, engine.CategoryInternal},
 		{"EventRunCreated", code.EventRunCreated, engine.EventRunCreated},
+		{"EventRunQueued", code.EventRunQueued, engine.EventRunQueued},
 		{"EventRunStarted", code.EventRunStarted, engine.EventRunStarted},
 		{"EventRunPaused", code.EventRunPaused, engine.EventRunPaused},
 		{"EventRunContinued", code.EventRunContinued, engine.EventRunContinued},

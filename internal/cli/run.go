@@ -448,8 +448,8 @@ func printOutcome(cmd *cobra.Command, o *runOptions, v *service.RunView) error {
 		return nil
 	case code.StatusWaiting:
 		return &exitError{code: ExitWaiting}
-	case code.StatusRunning, code.StatusPending, code.StatusPaused:
-		return nil // --detach, or held by an operator
+	case code.StatusRunning, code.StatusPending, code.StatusPaused, code.StatusQueued:
+		return nil // --detach, held by an operator, or queued behind a concurrency limit
 	default:
 		return &exitError{code: ExitInvalid}
 	}
@@ -468,6 +468,8 @@ func printHuman(w io.Writer, v *service.RunView) {
 			printPause(w, p)
 			fmt.Fprintf(w, "answer it with: stepwise resume %s --answers FILE   (FILE: {%s: <answer>})\n", v.ID, p.StepID)
 		}
+	case code.StatusQueued:
+		fmt.Fprintf(w, "queued behind its workflow's concurrency limit: it starts when a run of its queue finishes (cancel it with: stepwise cancel %s)\n", v.ID)
 	case code.StatusRunning, code.StatusPending, code.StatusPaused:
 		fmt.Fprintf(w, "resume it with: stepwise resume %s\n", v.ID)
 	default:

@@ -37,9 +37,9 @@ func newRunsCmd(g *globals) *cobra.Command {
 				for _, s := range strings.Split(status, ",") {
 					s = strings.TrimSpace(s)
 					switch s {
-					case code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused, code.StatusSucceeded, code.StatusFailed, code.StatusCanceled:
+					case code.StatusQueued, code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused, code.StatusSucceeded, code.StatusFailed, code.StatusCanceled:
 					default:
-						return usageErr("--status %q: use pending, running, waiting, paused, succeeded, failed or canceled", s)
+						return usageErr("--status %q: use queued, pending, running, waiting, paused, succeeded, failed or canceled", s)
 					}
 					f.Status = append(f.Status, s)
 				}

@@ -315,9 +315,12 @@ func serve(cmd *cobra.Command, g *globals, o *serveOptions) error {
 		} else if n > 0 {
 			logger.Info("resumed interrupted runs", "count", n)
 		}
-		// The library's schedules fire while the server runs (Close stops them).
-		if _, err := svc.StartScheduler(0); err != nil {
-			logger.Error("schedules left off", "error", err)
+		// The library's schedules fire while the server runs (Close stops
+		// them); a stateless server keeps no schedules.
+		if !svc.Stateless() {
+			if _, err := svc.StartScheduler(0); err != nil {
+				logger.Error("schedules left off", "error", err)
+			}
 		}
 		srv.Start(ctx)
 		tuneServeGC()

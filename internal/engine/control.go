@@ -68,11 +68,21 @@ func (e *Engine) RetryRun(ctx context.Context, runID string, inputs map[string]a
 		now := e.now().UTC()
 		c.Run.Status, c.Run.State, c.Run.Reopen = store.StatusRunning, state, true
 		c.Events = []store.Event{e.event(rs, EventRunRetried, "", map[string]any{"from_cursor": st.Cursor, "inputs_changed": len(inputs) > 0}, now)}
+		limited := rs.run.ConcurrencyLimit > 0
+		if limited {
+			// Back to its queue (its place: its creation), not past the limit.
+			c.Run.Status = store.StatusQueued
+			c.Events = append(c.Events, store.Event{Type: EventRunQueued, At: now})
+		}
 		res, err := e.store.Commit(ctx, c)
 		if err != nil {
 			return err
 		}
-		e.publish(runID, store.StatusRunning, c.Events, res.EventSeqs)
+		e.publish(runID, c.Run.Status, c.Events, res.EventSeqs)
+		if limited {
+			e.admit(ctx, store.AdmitRequest{Workflow: rs.run.Workflow, Key: rs.run.ConcurrencyKey})
+			return nil
+		}
 		e.schedule(runID)
 		return nil
 	})
@@ -166,14 +176,25 @@ func (e *Engine) fork(ctx context.Context, runID, fromStep string, inputs map[st
 		Inputs: stored, State: state, ParentID: rs.run.ParentID, CreatedAt: now}
 	events := []store.Event{e.event(rs, EventRunForked, fromStep, rw.data(map[string]any{"from_run": runID, "from_step": fromStep, "reused_steps": len(copied)}), now),
 		{Type: EventRunStarted, At: now}}
-	run.Lease = e.newLease(now)
+	limited := rs.run.ConcurrencyLimit > 0
+	if limited {
+		// A fork waits in the queue of the run it forks.
+		run.Status, run.ConcurrencyLimit, run.ConcurrencyKey = store.StatusQueued, rs.run.ConcurrencyLimit, rs.run.ConcurrencyKey
+		events[1].Type = EventRunQueued
+	} else {
+		run.Lease = e.newLease(now)
+	}
 	res, err := e.store.CreateRun(ctx, run, events, copied...)
 	if err != nil {
 		return "", err
 	}
-	e.publish(run.ID, store.StatusRunning, events, res.EventSeqs)
-	e.install(res.Lease)
-	e.schedule(run.ID)
+	e.publish(run.ID, run.Status, events, res.EventSeqs)
+	if limited {
+		e.admit(ctx, store.AdmitRequest{Workflow: run.Workflow, Key: run.ConcurrencyKey})
+	} else {
+		e.install(res.Lease)
+		e.schedule(run.ID)
+	}
 	rw.leave(ctx, e, runID, run.ID, fromStep)
 	return run.ID, nil
 }
@@ -209,6 +230,10 @@ func (e *Engine) setHeld(ctx context.Context, runID string, hold bool) error {
 			return runFinished(runID, run.Status)
 		case hold && run.Status == store.StatusPaused, !hold && run.Status != store.StatusPaused:
 			return nil // already so
+		case hold && run.Status == store.StatusQueued:
+			return &Error{Code: CodeRunBusy, Category: CategoryConflict, RunID: runID,
+				Message:    "the run is queued behind its workflow's concurrency limit: it has not started, so it cannot be paused",
+				Suggestion: "cancel it, or pause it once it runs"}
 		case hold:
 			c.Run.Status = store.StatusPaused
 			if st.Wait != nil {

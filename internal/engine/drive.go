@@ -419,6 +419,9 @@ func (e *Engine) writeLocked(ctx context.Context, rs *runState, queue []queued, 
 	split := min(queuedEvents, len(res.EventSeqs))
 	e.publish(rs.run.ID, store.StatusRunning, c.Events[:queuedEvents], res.EventSeqs[:split])
 	e.publish(rs.run.ID, rs.run.Status, c.Events[queuedEvents:], res.EventSeqs[split:])
+	if rs.run.ConcurrencyLimit > 0 && store.Finished(rs.run.Status) {
+		e.wantAdmission() // its slot is free
+	}
 	if len(c.SetTimers) > 0 {
 		e.wakeTimers()
 	}

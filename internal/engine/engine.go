@@ -134,6 +134,9 @@ type Engine struct {
 	// the whole store instead of waking only due timers (timer.go).
 	claiming      atomic.Bool
 	claimNow      atomic.Bool // claim at once, not at the next poll (wakeClaims)
+	admitNow      atomic.Bool // admit queued runs at once (wantAdmission)
+	queues        atomic.Bool // a limited run was admitted (or asked to be) here
+	admittedAt    time.Time   // the timer loop's last admission (its own)
 	heartbeatStop chan struct{}
 	heartbeatDone chan struct{}
 	closeLeases   sync.Once
@@ -524,8 +527,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	return nil
 }
 
-// Wait blocks until the run is no longer pending or running (it waits,
-// finished or was canceled), or ctx ends. It returns the run's status.
+// Wait blocks until the run is no longer queued, pending or running (it
+// waits, finished or was canceled), or ctx ends. It returns the run's
+// status.
 func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 	events, stop := e.Subscribe(runID)
 	defer stop()
@@ -536,7 +540,7 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 		if err != nil {
 			return "", notFound(runID, err)
 		}
-		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
+		if !inProgress(run.Status) {
 			return run.Status, nil
 		}
 	wait:
@@ -548,7 +552,7 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 				if !ok {
 					break wait
 				}
-				if ev.Status != store.StatusRunning && ev.Status != store.StatusPending {
+				if !inProgress(ev.Status) {
 					break wait // re-read to confirm
 				}
 			case <-tick.C: // the driver may live in another process
@@ -556,6 +560,11 @@ func (e *Engine) Wait(ctx context.Context, runID string) (string, error) {
 			}
 		}
 	}
+}
+
+// inProgress reports whether a run in status goes on by itself.
+func inProgress(status string) bool {
+	return status == store.StatusRunning || status == store.StatusPending || status == store.StatusQueued
 }
 
 func notFound(runID string, err error) error {

@@ -11,6 +11,7 @@ import (
 // Event types.
 const (
 	EventRunCreated    = code.EventRunCreated
+	EventRunQueued     = code.EventRunQueued
 	EventRunStarted    = code.EventRunStarted
 	EventRunPaused     = code.EventRunPaused
 	EventRunContinued  = code.EventRunContinued

@@ -92,7 +92,7 @@ func (p *partitionable) RenewLease(ctx context.Context, l store.Lease, now time.
 	return p.Store.RenewLease(ctx, l, now, ttl)
 }
 
-func openLeaseProc(t *testing.T, path string, reg *action.Registry, ttl time.Duration) *leaseProc {
+func openLeaseProc(t testing.TB, path string, reg *action.Registry, ttl time.Duration) *leaseProc {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), path, sqlite.Options{Durability: sqlite.Normal})
 	if err != nil {

@@ -857,6 +857,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 			return runFinished(runID, run.Status)
 		}
 		e.interrupt(runID)
+		if run.Status == store.StatusQueued {
+			compensate = false // nothing ran: it only leaves its queue
+		}
 		now := e.now().UTC()
 		data, _ := json.Marshal(map[string]any{"reason": nilIfEmpty(reason)})
 		errJSON, _ := json.Marshal(map[string]any{"message": "canceled" + suffix(reason)})
@@ -892,6 +895,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string, compensate bo
 		e.publish(runID, c.Run.Status, c.Events, res.EventSeqs)
 		if c.Run.Status == store.StatusRunning {
 			e.schedule(runID)
+		}
+		if run.ConcurrencyLimit > 0 && c.Run.Status == store.StatusCanceled {
+			e.wantAdmission() // its slot, if it held one, is free
 		}
 		return nil
 	})
@@ -930,6 +936,14 @@ func (e *Engine) Resume(ctx context.Context, runID string) (ResumeResult, error)
 		}
 		run, err = e.store.GetRun(ctx, runID)
 		if err != nil {
+			return ResumeResult{}, err
+		}
+	}
+	if run.Status == store.StatusQueued {
+		// Nothing to resume but its queue: admit what it has room for (this
+		// run, if its turn came and no process admitted it yet).
+		e.admit(ctx, store.AdmitRequest{Workflow: run.Workflow, Key: run.ConcurrencyKey})
+		if run, err = e.store.GetRun(ctx, runID); err != nil {
 			return ResumeResult{}, err
 		}
 	}

@@ -73,6 +73,13 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	limited := wf.Concurrency != nil && req.ParentID == ""
+	var key string
+	if limited {
+		if key, err = concurrencyKey(wf, inputs); err != nil {
+			return "", err
+		}
+	}
 	if err := e.store.PutVersion(ctx, store.Version{Version: req.Version, Name: wf.Name, Definition: req.Definition}); err != nil {
 		return "", err
 	}
@@ -97,7 +104,12 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	run := store.Run{ID: runID, Workflow: wf.Name, Version: req.Version, Status: store.StatusRunning,
 		Inputs: storedInputs, State: state, ParentID: req.ParentID, CreatedAt: now}
 	events := []store.Event{{Type: EventRunCreated, Data: created, At: now}, {Type: EventRunStarted, At: now}}
-	if !req.Detached {
+	switch {
+	case limited:
+		// Queued; the store admits it when its queue has room (queue.go).
+		run.Status, run.ConcurrencyLimit, run.ConcurrencyKey = store.StatusQueued, wf.Concurrency.Limit, key
+		events[1].Type = EventRunQueued
+	case !req.Detached:
 		run.Lease = e.newLease(now) // runnable and leased in one write
 	}
 	res, err := e.store.CreateRun(ctx, run, events)
@@ -112,8 +124,13 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e.publish(run.ID, store.StatusRunning, events, res.EventSeqs)
-	if !req.Detached {
+	e.publish(run.ID, run.Status, events, res.EventSeqs)
+	switch {
+	case limited && !req.Detached:
+		e.admit(ctx, store.AdmitRequest{Workflow: wf.Name, Key: key})
+	case limited && e.claiming.Load():
+		e.wantAdmission() // detached, on an engine that claims runs: it admits it
+	case !req.Detached:
 		e.install(res.Lease)
 		e.schedule(run.ID)
 	}

@@ -59,6 +59,9 @@ func (e *Engine) timerLoop() {
 		if claiming && e.claimNow.Swap(false) {
 			wait = 0 // a run was made ready elsewhere, or more are waiting
 		}
+		if e.admitNow.Load() {
+			wait = 0 // a run finished here: a queued one may start
+		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -74,6 +77,7 @@ func (e *Engine) timerLoop() {
 		if e.isStopping() {
 			return
 		}
+		e.admitDue(claiming)
 		if claiming {
 			claimed = e.claim() > 0
 			continue

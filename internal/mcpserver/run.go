@@ -40,7 +40,7 @@ type RunGetIn struct {
 // RunListIn are run_list's arguments.
 type RunListIn struct {
 	Workflow string `json:"workflow,omitempty"`
-	Status   string `json:"status,omitempty" jsonschema:"pending, running, waiting, paused, succeeded, failed or canceled"`
+	Status   string `json:"status,omitempty" jsonschema:"queued, pending, running, waiting, paused, succeeded, failed or canceled"`
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 200"`
 	Cursor   string `json:"cursor,omitempty"`
 }
@@ -110,7 +110,7 @@ func (s *Server) waitFor(w *float64, def time.Duration) (time.Duration, error) {
 	return min(time.Duration(*w*float64(time.Second)), maxWait), nil
 }
 
-var runStatuses = []string{code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused, code.StatusSucceeded, code.StatusFailed, code.StatusCanceled}
+var runStatuses = []string{code.StatusQueued, code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused, code.StatusSucceeded, code.StatusFailed, code.StatusCanceled}
 
 func (s *Server) addRunTools() {
 	if s.opts.Stateless {

@@ -180,6 +180,8 @@ func (t *tasks) get(ctx context.Context, runID string) (*mcptasks.DetailedTask, 
 		d.StatusMessage = strings.Join(msgs, "; ")
 	case v.Status == code.StatusPaused:
 		d.StatusMessage = "held (run_pause): it takes no step until run_resume"
+	case v.Status == code.StatusQueued:
+		d.StatusMessage = "queued behind its workflow's concurrency limit: it starts when a run of its queue finishes"
 	default:
 		if d.StatusMessage, err = t.runningMessage(ctx, runID); err != nil {
 			return nil, err

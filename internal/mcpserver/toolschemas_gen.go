@@ -39,27 +39,27 @@ var builtinSchemas = map[string]toolSchema{
 	},
 	"run_cancel": {
 		Input:  `{"additionalProperties":false,"properties":{"compensate":{"description":"undo completed steps first","type":"boolean"},"reason":{"description":"recorded with the run","type":"string"},"run_id":{"type":"string"}},"required":["run_id"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_continue": {
 		Input:  `{"additionalProperties":false,"properties":{"token":{"description":"the pause's token, exactly as returned","type":"string"},"value":{"anyOf":[{"type":"string"},{"type":"number"},{"type":"boolean"},{"type":"object"},{"type":"array"},{"type":"null"}],"description":"the answer, or the agent step's output; omit to take a question's default"},"wait_seconds":{"description":"default 20, max 300","type":"number"}},"required":["token"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_fork": {
 		Input:  `{"additionalProperties":false,"properties":{"from_step":{"type":"string"},"inputs":{"type":"object"},"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id","from_step"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_get": {
 		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"steps_cursor":{"description":"steps.next_cursor of a previous result: a page of steps with outputs (default: the last 10)","type":"string"},"steps_limit":{"description":"default 10, max 50","type":"integer"},"wait_seconds":{"description":"default 0, max 300","type":"number"}},"required":["run_id"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_list": {
-		Input:  `{"additionalProperties":false,"properties":{"cursor":{"type":"string"},"limit":{"description":"default 20, max 200","type":"integer"},"status":{"description":"pending, running, waiting, paused, succeeded, failed or canceled","type":"string"},"workflow":{"type":"string"}},"type":"object"}`,
+		Input:  `{"additionalProperties":false,"properties":{"cursor":{"type":"string"},"limit":{"description":"default 20, max 200","type":"integer"},"status":{"description":"queued, pending, running, waiting, paused, succeeded, failed or canceled","type":"string"},"workflow":{"type":"string"}},"type":"object"}`,
 		Output: ``,
 	},
 	"run_pause": {
 		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_purge": {
 		Input:  `{"additionalProperties":false,"properties":{"confirm":{"description":"the person agreed (when your client cannot elicit)","type":"boolean"},"older_than":{"description":"finished at least this long ago: 30d, 12h, 1d12h","type":"string"},"status":{"description":"succeeded, failed or canceled (default all)","type":"string"},"workflow":{"type":"string"}},"type":"object"}`,
@@ -67,23 +67,23 @@ var builtinSchemas = map[string]toolSchema{
 	},
 	"run_restart": {
 		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_resume": {
 		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_retry": {
 		Input:  `{"additionalProperties":false,"properties":{"inputs":{"type":"object"},"run_id":{"type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_rewind": {
 		Input:  `{"additionalProperties":false,"properties":{"run_id":{"type":"string"},"to_step":{"description":"a top-level question or agent step","type":"string"},"wait_seconds":{"type":"number"}},"required":["run_id","to_step"],"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"run_start": {
 		Input:  `{"additionalProperties":false,"properties":{"definition":{"description":"inline workflow, YAML or JSON text; or workflow","type":"string"},"inputs":{"type":"object"},"wait_seconds":{"description":"default 20, max 300; 0 returns at once","type":"number"},"workflow":{"description":"a library workflow's (or draft's) name; or definition","type":"string"}},"type":"object"}`,
-		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
+		Output: `{"anyOf":[{"required":["run_id","status","next"]},{"required":["error_code","message"]}],"properties":{"draft":{"type":"boolean"},"error":{"type":"object"},"next":{"type":"string"},"outputs":{"type":"object"},"pause":{"type":"object"},"queue":{"type":"object"},"run_id":{"type":"string"},"status":{"type":"string"},"steps":{"type":"object"},"workflow":{"type":"string"}},"type":"object"}`,
 	},
 	"schedule_list": {
 		Input:  `{"additionalProperties":false,"type":"object"}`,

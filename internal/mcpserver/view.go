@@ -17,10 +17,13 @@ type RunResult struct {
 	Workflow string `json:"workflow,omitempty"`
 	// Draft: run_start ran the draft of that name (no saved workflow has it).
 	Draft bool `json:"draft,omitempty"`
-	// Status is pending | running | waiting | paused | succeeded | failed | canceled.
-	Status  string         `json:"status"`
-	Outputs map[string]any `json:"outputs,omitempty"`
-	Pause   *PauseView     `json:"pause,omitempty"`
+	// Status is queued | pending | running | waiting | paused | succeeded | failed | canceled.
+	Status string `json:"status"`
+	// Queue, for a queued run: its concurrency key, limit, and how many
+	// runs of its queue are ahead of it.
+	Queue   *service.QueueView `json:"queue,omitempty"`
+	Outputs map[string]any     `json:"outputs,omitempty"`
+	Pause   *PauseView         `json:"pause,omitempty"`
 	// Error says why a failed run failed: the message and, when a step
 	// failed, the step, its action and what an HTTP response said.
 	Error *service.RunError `json:"error,omitempty"`
@@ -176,7 +179,7 @@ func (s *Server) runResult(v *service.RunView, withSteps bool) RunResult {
 // page that stepsCursor starts (ARGUMENTS_INVALID for a cursor no page
 // gave).
 func (s *Server) runResultPage(v *service.RunView, withSteps bool, stepsCursor string, stepsLimit int) (RunResult, error) {
-	r := RunResult{RunID: v.ID, Workflow: v.Workflow, Status: v.Status, Outputs: v.Outputs, Pause: s.pauseView(v.Pause)}
+	r := RunResult{RunID: v.ID, Workflow: v.Workflow, Status: v.Status, Queue: v.Queue, Outputs: v.Outputs, Pause: s.pauseView(v.Pause)}
 	if len(v.Error) > 0 {
 		var e service.RunError
 		if json.Unmarshal(v.Error, &e) == nil {
@@ -260,6 +263,8 @@ func next(r RunResult) string {
 		return "It waits (a sub-workflow or timer); follow it with run_get."
 	case code.StatusPaused:
 		return "An operator paused it: run_resume continues it."
+	case code.StatusQueued:
+		return "It is queued behind its workflow's concurrency limit and starts when a run of its queue finishes: follow it with run_get (wait_seconds), or run_cancel it."
 	default:
 		return "It is still working: call run_get with wait_seconds to follow it."
 	}

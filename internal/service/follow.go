@@ -47,7 +47,7 @@ func (s *Service) Follow(ctx context.Context, runID string, after int64, onEvent
 			}
 		}
 		switch v.Status {
-		case store.StatusRunning, store.StatusPending, store.StatusPaused:
+		case store.StatusRunning, store.StatusPending, store.StatusPaused, store.StatusQueued:
 		default:
 			return v, nil
 		}

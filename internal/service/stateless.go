@@ -210,6 +210,9 @@ func CheckStateless(wf *workflow.Workflow) error {
 	if wf.Timeout != "" {
 		return refuse("a workflow timeout", "the workflow")
 	}
+	if wf.Concurrency != nil {
+		return refuse("a concurrency limit (its queue is shared by the runs a server keeps)", "the workflow")
+	}
 	var walk func(steps []*workflow.Step) error
 	walk = func(steps []*workflow.Step) error {
 		for _, st := range steps {

@@ -202,8 +202,13 @@ func TestStatelessRefusesStorageFeatures(t *testing.T) {
 		"retry":        "  - {id: s, uses: noop, retry: {attempts: 3, backoff: 1s}}\n",
 		"ask timeout":  "  - {id: s, ask: {prompt: hi, type: string}, timeout: 1h}\n",
 		"nested sleep": "  - id: g\n    parallel:\n      - {id: s, sleep: 1h}\n",
+		"concurrency":  "",
 	} {
-		l, err := a.Parse([]byte("version: 1\nname: w\nsteps:\n  - {id: first, uses: noop}\n" + steps))
+		head := "version: 1\nname: w\n"
+		if what == "concurrency" {
+			head += "concurrency: {limit: 1}\n"
+		}
+		l, err := a.Parse([]byte(head + "steps:\n  - {id: first, uses: noop}\n" + steps))
 		if err != nil {
 			if what == "sub-workflow" { // refused already: no such workflow here
 				continue

@@ -30,8 +30,31 @@ type RunView struct {
 	ParentID   string          `json:"parent_id,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// Queue is where a queued run waits (status queued only).
+	Queue *QueueView `json:"queue,omitempty"`
 	// UpdatedAt is when the run was last written (the store's clock).
 	UpdatedAt time.Time `json:"-"`
+}
+
+// QueueView is a queued run's place: its workflow's concurrency limit, the
+// key's value and how many runs of the queue are ahead of it.
+type QueueView struct {
+	Key   string `json:"key,omitempty"`
+	Limit int    `json:"limit"`
+	Ahead int    `json:"ahead"`
+}
+
+// queueOf is a queued run's QueueView (nil for other runs, or when the
+// position could not be read: one indexed count).
+func (s *Service) queueOf(ctx context.Context, run store.Run) *QueueView {
+	if run.Status != store.StatusQueued {
+		return nil
+	}
+	n, err := s.Store.QueuePosition(ctx, run.ID)
+	if err != nil {
+		return nil
+	}
+	return &QueueView{Key: run.ConcurrencyKey, Limit: run.ConcurrencyLimit, Ahead: n}
 }
 
 // StepView is one recorded step execution.
@@ -64,6 +87,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
 		return nil, runNotFound(id, err)
 	}
 	v := s.summary(ctx, run)
+	v.Queue = s.queueOf(ctx, run)
 	rows, kept := s.views.get(run)
 	if !kept {
 		if rows.steps, err = s.Store.Steps(ctx, id); err != nil {
@@ -147,6 +171,7 @@ func (s *Service) GetRunBrief(ctx context.Context, id string) (*RunView, error) 
 // the row is not read again, its open pause is.
 func (s *Service) briefOf(ctx context.Context, run store.Run) *RunView {
 	v := s.summary(ctx, run)
+	v.Queue = s.queueOf(ctx, run)
 	if run.Status == store.StatusWaiting {
 		v.Pause = s.pause(ctx, run, nil, false)
 	}

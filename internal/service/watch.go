@@ -147,7 +147,7 @@ func (s *Service) watchRun(ctx context.Context, runID string, timeout time.Durat
 		if err != nil {
 			return store.Run{}, false, runNotFound(runID, err)
 		}
-		if run.Status != store.StatusRunning && run.Status != store.StatusPending {
+		if run.Status != store.StatusRunning && run.Status != store.StatusPending && run.Status != store.StatusQueued {
 			catchUp(ctx, events, runID, run.EventSeq, &seen, deliver)
 			return run, true, nil
 		}
@@ -168,7 +168,7 @@ func (s *Service) watchRun(ctx context.Context, runID string, timeout time.Durat
 					continue
 				}
 				deliver(ev)
-				if ev.Status != store.StatusRunning && ev.Status != store.StatusPending {
+				if ev.Status != store.StatusRunning && ev.Status != store.StatusPending && ev.Status != store.StatusQueued {
 					break wait
 				}
 			case <-tick.C:

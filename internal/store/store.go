@@ -34,10 +34,15 @@ var (
 	// connection during the call (a restart, a failover). A write that
 	// failed so may or may not have been applied: read again to know.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrInvalidRun: a run to create whose fields contradict each other.
+	ErrInvalidRun = errors.New("invalid run")
 )
 
 // Run statuses.
 const (
+	// StatusQueued: the run waits for its workflow's concurrency limit
+	// (AdmitQueued starts it).
+	StatusQueued    = code.StatusQueued
 	StatusPending   = code.StatusPending
 	StatusRunning   = code.StatusRunning
 	StatusWaiting   = code.StatusWaiting
@@ -81,6 +86,11 @@ type Run struct {
 	State json.RawMessage
 	// ParentID links a sub-workflow run to its parent.
 	ParentID string
+	// ConcurrencyLimit (0: none) and ConcurrencyKey name the run's
+	// concurrency queue (see queue.go); a run created StatusQueued waits
+	// in it for AdmitQueued.
+	ConcurrencyLimit int
+	ConcurrencyKey   string
 	// Rev increases with every commit; Commit checks it.
 	Rev int64
 	// EventSeq is the sequence number of the run's last event.
@@ -273,7 +283,8 @@ type WorkflowStats struct {
 	Succeeded int
 	Failed    int
 	Canceled  int
-	// Active counts runs not finished (pending, running, waiting, paused).
+	// Active counts runs not finished (queued, pending, running, waiting,
+	// paused).
 	Active int
 	// MeanDuration is the mean time from creation to finish of the
 	// finished runs (zero when none finished).
@@ -358,6 +369,15 @@ type Store interface {
 	// exists). ErrLeaseLost when the lease is no longer from's; the new
 	// lease has TookOver set.
 	TakeOverLease(ctx context.Context, from Lease, owner string, now time.Time, ttl time.Duration) (Lease, error)
+
+	// AdmitQueued starts queued runs whose queue has free slots (see
+	// queue.go): each becomes running, leased to r.Owner, with a
+	// run.started event. It returns them in admission order.
+	AdmitQueued(ctx context.Context, r AdmitRequest) ([]Admitted, error)
+	// QueuePosition returns how many runs of the queued run's queue were
+	// queued before it (0: it is next); ErrNotFound when the run is not
+	// queued.
+	QueuePosition(ctx context.Context, runID string) (int, error)
 
 	// Steps returns the recorded step results of a run in the order they
 	// were recorded.

@@ -18,7 +18,7 @@ import (
 )
 
 // Statuses a run list filters by.
-var runStatuses = []string{code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused,
+var runStatuses = []string{code.StatusQueued, code.StatusPending, code.StatusRunning, code.StatusWaiting, code.StatusPaused,
 	code.StatusSucceeded, code.StatusFailed, code.StatusCanceled}
 
 // runsPageSize is how many runs a page of the list shows.
@@ -244,6 +244,8 @@ func controlsFor(status string) []string {
 	switch status {
 	case code.StatusRunning, code.StatusPending:
 		return []string{"pause", "cancel"}
+	case code.StatusQueued:
+		return []string{"cancel"}
 	case code.StatusWaiting:
 		return []string{"pause", "cancel", "fork"}
 	case code.StatusPaused:

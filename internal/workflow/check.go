@@ -73,6 +73,7 @@ func (c *checker) run() {
 	for _, name := range c.inputNames() {
 		c.input(name, c.wf.Inputs[name])
 	}
+	c.concurrency()
 	top := &scope{ids: map[string]*Step{}}
 	c.list(c.wf.Steps, top)
 	c.outputs()
@@ -616,3 +617,43 @@ func (c *checker) names(field string) {
 
 // sortedKeys lists a map's keys in order, for stable violations.
 func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+// concurrency checks the concurrency key: a template that reads the
+// workflow's inputs only (it is evaluated before any step runs), none of
+// them secret (the key is stored and shown in clear). The limit's bounds
+// are the schema's.
+func (c *checker) concurrency() {
+	cc := c.wf.Concurrency
+	if cc == nil || cc.Key == "" {
+		return
+	}
+	const p = "/concurrency/key"
+	before := len(c.out)
+	c.templates(p, cc.Key, &scope{ids: map[string]*Step{}})
+	if len(c.out) > before || !expr.HasExpr(cc.Key) {
+		return
+	}
+	segs, err := expr.Scan(cc.Key)
+	if err != nil {
+		return
+	}
+	for _, sg := range segs {
+		if !sg.Expr {
+			continue
+		}
+		a, err := expr.Analyze(sg.Text)
+		if err != nil {
+			continue
+		}
+		for _, r := range a.Refs {
+			switch {
+			case r.Root != "inputs":
+				c.at(p, RuleReference, fmt.Sprintf("the concurrency key reads inputs only, not %q", r.Root),
+					"it is evaluated when the run starts, before any step")
+			case len(r.Path) > 0 && c.wf.Inputs[r.Path[0]] != nil && c.wf.Inputs[r.Path[0]].Secret:
+				c.at(p, RuleReference, fmt.Sprintf("the concurrency key may not read the secret input %q", r.Path[0]),
+					"the key is stored and shown in clear")
+			}
+		}
+	}
+}

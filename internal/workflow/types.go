@@ -15,12 +15,14 @@ type Workflow struct {
 	Tags        []string `json:"tags,omitempty"`
 	Env         []string `json:"env,omitempty"`
 	// Timeout is the run's deadline, from its start.
-	Timeout   string            `json:"timeout,omitempty"`
-	Inputs    map[string]*Input `json:"inputs,omitempty"`
-	Steps     []*Step           `json:"steps"`
-	Outputs   map[string]any    `json:"outputs,omitempty"`
-	OnSuccess []*Hook           `json:"on_success,omitempty"`
-	OnFailure []*Hook           `json:"on_failure,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
+	// Concurrency limits how many runs of the workflow are active at once.
+	Concurrency *Concurrency      `json:"concurrency,omitempty"`
+	Inputs      map[string]*Input `json:"inputs,omitempty"`
+	Steps       []*Step           `json:"steps"`
+	Outputs     map[string]any    `json:"outputs,omitempty"`
+	OnSuccess   []*Hook           `json:"on_success,omitempty"`
+	OnFailure   []*Hook           `json:"on_failure,omitempty"`
 	// Triggers start runs without a caller (schedules, webhooks).
 	Triggers []*Trigger `json:"triggers,omitempty"`
 
@@ -30,6 +32,24 @@ type Workflow struct {
 	// secrets is the secret flow, computed on first use (Secrets).
 	secrets atomic.Pointer[Secrets]
 }
+
+// Concurrency is a workflow's concurrency limit: at most Limit of its
+// top-level runs are active (not queued, not finished) at once per value of
+// Key, a template over the inputs evaluated when a run starts ("" when
+// absent: one queue for the workflow). Runs beyond it wait, queued, and
+// start in the order they were created.
+type Concurrency struct {
+	Limit int    `json:"limit"`
+	Key   string `json:"key,omitempty"`
+}
+
+// Limits of a concurrency declaration.
+const (
+	MaxConcurrencyLimit = 10000
+	// MaxConcurrencyKey is the longest concurrency key value (in bytes) a
+	// run may have.
+	MaxConcurrencyKey = 256
+)
 
 // Input declares one input of a workflow.
 type Input struct {

@@ -120,6 +120,9 @@ func (s *Store) CreateRun(_ context.Context, r store.Run, events []store.Event, 
 	if err != nil {
 		return res, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	if err := store.CheckQueued(r); err != nil {
+		return res, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
 	if err := s.lock(); err != nil {
 		return res, err
 	}

@@ -72,12 +72,18 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	if err != nil {
 		return store.CommitResult{}, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	if err := store.CheckQueued(r); err != nil {
+		return store.CommitResult{}, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
 	err = s.groupTx(ctx, r.ID, func(ctx context.Context, tx dbtx) error {
 		b := &pgx.Batch{}
 		b.Queue(sqlInsertRun, r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
 			nullString(r.ParentID), len(events), nanos(r.CreatedAt), nanos(now), nullable(r.FinishedAt))
 		if r.Lease != nil {
 			b.Queue(`UPDATE runs SET lease_owner = $1, lease_epoch = 1, lease_expires = $2 WHERE id = $3`, lease.Owner, nanos(lease.Expires), r.ID)
+		}
+		if r.ConcurrencyLimit > 0 {
+			b.Queue(`UPDATE runs SET concurrency_key = $1, concurrency_limit = $2 WHERE id = $3`, r.ConcurrencyKey, r.ConcurrencyLimit, r.ID)
 		}
 		nSteps := queueSteps(b, r.ID, 1, steps)
 		seqs, nEvents := queueEvents(b, r.ID, 0, events, now)
@@ -99,6 +105,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 		if r.Lease != nil {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("lease: %w", err)
+			}
+		}
+		if r.ConcurrencyLimit > 0 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("concurrency: %w", err)
 			}
 		}
 		for range nSteps {
@@ -126,17 +137,23 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	return res, nil
 }
 
-const runColumns = `id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at`
+const runColumns = `id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at, concurrency_key, concurrency_limit`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	var parent *string
 	var created, updated int64
 	var finished *int64
-	err := sc.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, (*[]byte)(&r.Inputs), (*[]byte)(&r.Outputs), (*[]byte)(&r.Error), (*[]byte)(&r.State), &parent, &r.Rev, &r.EventSeq, &created, &updated, &finished)
+	var key *string
+	var limit int32
+	err := sc.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, (*[]byte)(&r.Inputs), (*[]byte)(&r.Outputs), (*[]byte)(&r.Error), (*[]byte)(&r.State), &parent, &r.Rev, &r.EventSeq, &created, &updated, &finished, &key, &limit)
 	if err != nil {
 		return r, err
 	}
+	if key != nil {
+		r.ConcurrencyKey = *key
+	}
+	r.ConcurrencyLimit = int(limit)
 	if parent != nil {
 		r.ParentID = *parent
 	}

@@ -28,3 +28,39 @@ func TestListByStatusUsesTheIndex(t *testing.T) {
 		t.Fatalf("plan:\n%s", text)
 	}
 }
+
+// An admission's reads go through the concurrency index (one queue) or the
+// status index (the queues with queued runs): none scans the runs.
+func TestAdmissionUsesTheIndexes(t *testing.T) {
+	s := openTemp(t)
+	for q, index := range map[string]string{
+		sqlQueues:      "runs_status_created",
+		sqlQueueLimit:  "runs_concurrency",
+		sqlQueueActive: "runs_concurrency",
+		sqlQueueHead:   "runs_concurrency",
+	} {
+		n := strings.Count(q, "?")
+		args := make([]any, n)
+		for i := range args {
+			args[i] = "x"
+		}
+		rows, err := s.r.Query("EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, index) || strings.Contains(text, "TEMP B-TREE FOR ORDER BY") {
+			t.Errorf("%s\nplan:\n%s", q, text)
+		}
+	}
+}

@@ -71,6 +71,9 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 	if err != nil {
 		return res, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	if err := store.CheckQueued(r); err != nil {
+		return res, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
 	err = s.groupTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, sqlInsertRun,
 			r.ID, r.Workflow, r.Version, r.Status, blob(r.Inputs), blob(r.Outputs), blob(r.Error), blob(r.State),
@@ -85,6 +88,12 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run, events []store.Event
 			return err
 		}
 		res.Rev = 1
+		if r.ConcurrencyLimit > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET concurrency_key = ?, concurrency_limit = ? WHERE id = ?`,
+				r.ConcurrencyKey, r.ConcurrencyLimit, r.ID); err != nil {
+				return fmt.Errorf("concurrency: %w", err)
+			}
+		}
 		if r.Lease != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = 1, lease_expires = ? WHERE id = ?`,
 				lease.Owner, nanos(lease.Expires), r.ID); err != nil {
@@ -125,17 +134,19 @@ func constraint(err error) int {
 	return se.Code()
 }
 
-const runColumns = `id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at`
+const runColumns = `id, workflow, version, status, inputs, outputs, error, state, parent_id, rev, event_seq, created_at, updated_at, finished_at, concurrency_key, concurrency_limit`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	var parent sql.NullString
 	var created, updated int64
 	var finished sql.NullInt64
-	err := sc.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, (*[]byte)((*[]byte)(&r.Inputs)), (*[]byte)((*[]byte)(&r.Outputs)), (*[]byte)((*[]byte)(&r.Error)), (*[]byte)((*[]byte)(&r.State)), &parent, &r.Rev, &r.EventSeq, &created, &updated, &finished)
+	var key sql.NullString
+	err := sc.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, (*[]byte)((*[]byte)(&r.Inputs)), (*[]byte)((*[]byte)(&r.Outputs)), (*[]byte)((*[]byte)(&r.Error)), (*[]byte)((*[]byte)(&r.State)), &parent, &r.Rev, &r.EventSeq, &created, &updated, &finished, &key, &r.ConcurrencyLimit)
 	if err != nil {
 		return r, err
 	}
+	r.ConcurrencyKey = key.String
 	r.ParentID = parent.String
 	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), nullNanos(finished)
 	return r, nil

@@ -37,6 +37,7 @@ func RunShared(t *testing.T, open PairOpener) {
 		{"FencedCommitAfterTakeover", func(t *testing.T, a, b store.Store) { testLeaseTakeover(t, a, b) }},
 		{"CommitRacingTakeover", testLeaseCommitVsTakeover},
 		{"ScheduleClaimOneWinner", testScheduleClaimRace},
+		{"QueueAdmissionNeverExceedsTheLimit", testQueueConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener) {
 	}
 	tests = append(tests, leaseTests...)
 	tests = append(tests, scheduleTests...)
+	tests = append(tests, queueTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
