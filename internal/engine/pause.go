@@ -326,7 +326,11 @@ func (e *Engine) choicesFrom(ctx context.Context, rs *runState, sx *stepExec, cf
 func (e *Engine) previousAnswer(rs *runState, sx *stepExec) (any, bool) {
 	r, ok := rs.results[sx.s.ID]
 	if !ok || r.Answer == nil {
-		v, ok := rs.state.Earlier[sx.key] // rewound: the earlier run's
+		// Rewound: the earlier run's. The state changes under rs.mu as
+		// the branches of a group commit.
+		rs.mu.Lock()
+		v, ok := rs.state.Earlier[sx.key]
+		rs.mu.Unlock()
 		return v, ok
 	}
 	return r.Answer, true

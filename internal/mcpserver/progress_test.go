@@ -124,9 +124,9 @@ func TestProgressPauseAndUnknownTotal(t *testing.T) {
 	// own: the last may reach it just after the result.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
-		n := len(got)
+		paused := len(got) > 0 && got[len(got)-1].Message == "run paused"
 		mu.Unlock()
-		if n > 0 && got[n-1].Message == "run paused" {
+		if paused {
 			break
 		}
 	}
