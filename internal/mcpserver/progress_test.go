@@ -71,9 +71,9 @@ func TestProgressWhileALongStepRuns(t *testing.T) {
 	// own: the last may reach it just after the result.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
-		n := len(got)
+		done := len(got) > 0 && strings.HasPrefix(got[len(got)-1].Message, "step c succeeded")
 		mu.Unlock()
-		if n > 0 && strings.HasPrefix(got[n-1].Message, "step c succeeded") {
+		if done {
 			break
 		}
 	}
