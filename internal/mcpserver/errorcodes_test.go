@@ -23,6 +23,7 @@ import (
 
 	"stepwise.dev/stepwise/code"
 	"stepwise.dev/stepwise/internal/action"
+	"stepwise.dev/stepwise/internal/api"
 	"stepwise.dev/stepwise/internal/expr"
 	"stepwise.dev/stepwise/internal/generate"
 	"stepwise.dev/stepwise/internal/secret"
@@ -375,6 +376,11 @@ func TestEveryErrorCodeOverMCP(t *testing.T) {
 	// The Go API's: a program registering an action name twice (the root
 	// package's tests); no MCP call registers actions.
 	got[code.ActionExists] = true
+	// The REST API's refusals of an HTTP request itself, before any call
+	// (internal/api's tests); MCP refuses those as JSON-RPC errors.
+	for _, c := range []string{api.CodeUnauthorized, api.CodeRouteNotFound, api.CodeMethodNotAllowed, api.CodeMediaType, api.CodeBodyTooLarge, api.CodeForeignHost} {
+		got[c] = true
+	}
 	// A failed run's error.code (run_get), never a call's error: the
 	// process ended too often while a step ran (cmd/stepwise
 	// TestCrashLoopEndsWithStepCrashed).

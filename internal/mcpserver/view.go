@@ -136,6 +136,9 @@ type PauseView struct {
 	// (HTTP servers only). Give the person the link; never ask for the
 	// secret yourself.
 	SecretURL string `json:"secret_url,omitempty"`
+	// CallbackURL answers the pause without MCP: POST the value (JSON) to
+	// it; single-use, and valid while the token is (not for secrets).
+	CallbackURL string `json:"callback_url,omitempty"`
 	// HowToAnswer says how to answer this pause.
 	HowToAnswer string `json:"how_to_answer"`
 }
@@ -147,7 +150,8 @@ func (s *Server) pauseView(p *service.Pause) *PauseView {
 	v := &PauseView{Kind: p.Kind, StepID: p.StepID, RunID: p.RunID, Token: p.Token, ExpiresAt: p.ExpiresAt, Title: p.Title,
 		Prompt: p.Prompt, Help: p.Help, Type: p.Type, Choices: p.Choices, Pattern: p.Pattern, Min: p.Min, Max: p.Max,
 		Default: p.Default, Previous: p.Previous, Secret: p.Secret, ChoicesError: p.ChoicesError, Fields: p.Fields,
-		Instructions: p.Instructions, Persona: p.Persona, OutputSchema: p.OutputSchema, Context: p.Context, TimeoutAt: p.TimeoutAt}
+		Instructions: p.Instructions, Persona: p.Persona, OutputSchema: p.OutputSchema, Context: p.Context, TimeoutAt: p.TimeoutAt,
+		CallbackURL: s.callbackURL(p)}
 	switch {
 	case p.Kind == code.PauseAgent:
 		v.HowToAnswer = "do what the instructions say, then call run_continue with this token and a value that matches output_schema"
