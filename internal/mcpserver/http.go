@@ -117,7 +117,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	}
 	route("/mcp", originGuard(o.AllowedOrigins, mcpHandler))
 	route("/secrets/", s.SecretHandler())
-	route("POST /hooks/{name}", s.HookHandler()) // authenticated by signature
+	route("POST /hooks/{name}", s.HookHandler())       // authenticated by signature
 	route(callbackPath+"{token}", s.CallbackHandler()) // the URL is the credential
 	route("/healthz", http.HandlerFunc(s.healthz))
 	route("/readyz", http.HandlerFunc(s.readyz))
