@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -60,14 +58,8 @@ func (s *Server) CallbackHandler() http.Handler {
 			writeHookError(w, http.StatusServiceUnavailable, "STARTING", "the server is starting", "send again in a moment")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallbackBody))
-		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				writeHookError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE", "the body is larger than 1 MiB", "")
-				return
-			}
-			writeHookError(w, http.StatusBadRequest, "BODY_UNREADABLE", "the body could not be read", "")
+		body, ok := readBoundedBody(w, r, maxCallbackBody, "1 MiB")
+		if !ok {
 			return
 		}
 		var value any
@@ -81,26 +73,7 @@ func (s *Server) CallbackHandler() http.Handler {
 		defer cancel()
 		res, err := s.svc.ContinueFromAgent(ctx, token, value)
 		if err != nil {
-			var e *service.Error
-			if !errors.As(err, &e) {
-				s.log.Error("callback", "error", err)
-				writeHookError(w, http.StatusInternalServerError, code.Internal, "the answer could not be recorded", "")
-				return
-			}
-			status, ok := callbackStatus[e.Code]
-			if !ok {
-				status = http.StatusUnprocessableEntity
-				if e.Category == code.CategoryInternal {
-					status = http.StatusInternalServerError
-				}
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			out := map[string]any{"code": e.Code, "message": e.Message, "suggestion": e.Suggestion}
-			if len(e.Violations) > 0 {
-				out["violations"] = e.Violations
-			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": out})
+			s.writeCallError(w, err, callbackStatus, "callback", "the answer could not be recorded")
 			return
 		}
 		status := code.StatusRunning

@@ -44,14 +44,8 @@ func (s *Server) HookHandler() http.Handler {
 			writeHookError(w, http.StatusServiceUnavailable, "STARTING", "the server is starting", "send again in a moment")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, service.MaxHookBody))
-		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				writeHookError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE", "the body is larger than the limit of a webhook", "")
-				return
-			}
-			writeHookError(w, http.StatusBadRequest, "BODY_UNREADABLE", "the body could not be read", "")
+		body, ok := readBoundedBody(w, r, service.MaxHookBody, "the limit of a webhook")
+		if !ok {
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -59,32 +53,57 @@ func (s *Server) HookHandler() http.Handler {
 		res, err := s.svc.Hook(ctx, service.HookRequest{Name: name, Body: body,
 			Signature: r.Header.Get(headerHookSignature), Delivery: r.Header.Get(headerHookDelivery)})
 		if err != nil {
-			var e *service.Error
-			if !errors.As(err, &e) {
-				s.log.Error("webhook", "hook", name, "error", err)
-				writeHookError(w, http.StatusInternalServerError, code.CategoryInternal, "the run could not be started", "")
-				return
-			}
-			status, ok := hookStatus[e.Code]
-			if !ok {
-				status = http.StatusUnprocessableEntity
-				if e.Category == code.CategoryInternal {
-					status = http.StatusInternalServerError
-				}
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			body := map[string]any{"code": e.Code, "message": e.Message, "suggestion": e.Suggestion}
-			if len(e.Violations) > 0 {
-				body["violations"] = e.Violations
-			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": body})
+			s.writeCallError(w, err, hookStatus, "webhook", "the run could not be started")
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
 		_ = json.NewEncoder(w).Encode(res)
 	})
+}
+
+// readBoundedBody reads r's body up to limit bytes; past it, or when the
+// body cannot be read, it answers the request itself (413, 400) and ok is
+// false.
+func readBoundedBody(w http.ResponseWriter, r *http.Request, limit int64, limitWords string) (body []byte, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeHookError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE", "the body is larger than "+limitWords, "")
+			return nil, false
+		}
+		writeHookError(w, http.StatusBadRequest, "BODY_UNREADABLE", "the body could not be read", "")
+		return nil, false
+	}
+	return body, true
+}
+
+// writeCallError answers a refused HTTP call (a webhook, a callback): the
+// status its code maps to in statuses (422 for other refusals, 500 for
+// internal errors, which are logged, not shown), and
+// {"error": {code, message, suggestion, violations?}}.
+func (s *Server) writeCallError(w http.ResponseWriter, err error, statuses map[string]int, what, failed string) {
+	var e *service.Error
+	if !errors.As(err, &e) {
+		s.log.Error(what, "error", err)
+		writeHookError(w, http.StatusInternalServerError, code.Internal, failed, "")
+		return
+	}
+	status, ok := statuses[e.Code]
+	if !ok {
+		status = http.StatusUnprocessableEntity
+		if e.Category == code.CategoryInternal {
+			status = http.StatusInternalServerError
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	out := map[string]any{"code": e.Code, "message": e.Message, "suggestion": e.Suggestion}
+	if len(e.Violations) > 0 {
+		out["violations"] = e.Violations
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": out})
 }
 
 func writeHookError(w http.ResponseWriter, status int, codeName, msg, suggestion string) {
