@@ -211,7 +211,7 @@ func TestConformanceTaskFixtures(t *testing.T) {
 	c := connectRawTo(t, fixtureEnv(t).srv)
 	start := func(tool string, args map[string]any) string {
 		t.Helper()
-		res := c.ok("tools/call", map[string]any{"name": tool, "arguments": args})
+		res := c.OK("tools/call", map[string]any{"name": tool, "arguments": args})
 		id, _ := res["taskId"].(string)
 		if res["resultType"] != "task" || !strings.HasPrefix(id, fixtureTaskPrefix) || res["content"] != nil || res["requestState"] != nil {
 			t.Fatalf("%s: want a CreateTaskResult, got %v", tool, res)
@@ -219,7 +219,7 @@ func TestConformanceTaskFixtures(t *testing.T) {
 		if ttl, _ := res["ttlMs"].(float64); ttl <= 0 || ttl != float64(int64(ttl)) {
 			t.Errorf("%s: ttlMs %v, want a positive integer", tool, res["ttlMs"])
 		}
-		if got := c.ok("tasks/get", map[string]any{"taskId": id}); got["taskId"] != id {
+		if got := c.OK("tasks/get", map[string]any{"taskId": id}); got["taskId"] != id {
 			t.Errorf("%s: tasks/get right after creation: %v", tool, got)
 		}
 		return id
@@ -241,13 +241,13 @@ func TestConformanceTaskFixtures(t *testing.T) {
 	}
 
 	id := start("slow_compute", map[string]any{"seconds": 60, "label": "long"})
-	if ack := c.ok("tasks/cancel", map[string]any{"taskId": id}); ack["resultType"] != "complete" || ack["status"] != nil {
+	if ack := c.OK("tasks/cancel", map[string]any{"taskId": id}); ack["resultType"] != "complete" || ack["status"] != nil {
 		t.Errorf("tasks/cancel ack: %v", ack)
 	}
-	if got := c.ok("tasks/get", map[string]any{"taskId": id}); got["status"] != "cancelled" {
+	if got := c.OK("tasks/get", map[string]any{"taskId": id}); got["status"] != "cancelled" {
 		t.Errorf("after tasks/cancel: %v", got)
 	}
-	c.ok("tasks/cancel", map[string]any{"taskId": id}) // a finished task: acknowledged again
+	c.OK("tasks/cancel", map[string]any{"taskId": id}) // a finished task: acknowledged again
 
 	done = c.until(start("failing_job", map[string]any{}), "completed", "")
 	if res, _ := done["result"].(map[string]any); res["isError"] != true {
@@ -263,9 +263,9 @@ func TestConformanceTaskFixtures(t *testing.T) {
 	if r, _ := got["inputRequests"].(map[string]any)["confirm"].(map[string]any); r["method"] != "elicitation/create" {
 		t.Errorf("confirm_delete's request: %v", got["inputRequests"])
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"unknown-key": map[string]any{"ignored": true}}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"unknown-key": map[string]any{"ignored": true}}})
 	c.until(id, "input_required", "confirm")
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"confirm": answer(map[string]any{"confirm": true})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"confirm": answer(map[string]any{"confirm": true})}})
 	if text := resultText(c.until(id, "completed", "")); text != "deleted a.txt" {
 		t.Errorf("confirm_delete: %q", text)
 	}
@@ -273,21 +273,21 @@ func TestConformanceTaskFixtures(t *testing.T) {
 	id = start("multi_input", map[string]any{})
 	c.until(id, "input_required", "name")
 	c.until(id, "input_required", "confirm")
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name": answer(map[string]any{"name": "Ada"})}})
-	got = c.ok("tasks/get", map[string]any{"taskId": id})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name": answer(map[string]any{"name": "Ada"})}})
+	got = c.OK("tasks/get", map[string]any{"taskId": id})
 	if reqs, _ := got["inputRequests"].(map[string]any); got["status"] != "input_required" || len(reqs) != 1 || reqs["confirm"] == nil {
 		t.Fatalf("multi_input after one answer: %v", got)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"confirm": answer(map[string]any{"confirm": true})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"confirm": answer(map[string]any{"confirm": true})}})
 	if text := resultText(c.until(id, "completed", "")); text != "name=Ada confirm=true" {
 		t.Errorf("multi_input: %q", text)
 	}
 
-	round1 := c.ok("tools/call", map[string]any{"name": "test_tool_with_task", "arguments": map[string]any{}})
+	round1 := c.OK("tools/call", map[string]any{"name": "test_tool_with_task", "arguments": map[string]any{}})
 	if round1["resultType"] != "input_required" || round1["taskId"] != nil || round1["inputRequests"].(map[string]any)["user_name"] == nil {
 		t.Fatalf("test_tool_with_task round 1: %v", round1)
 	}
-	res := c.ok("tools/call", map[string]any{"name": "test_tool_with_task", "arguments": map[string]any{},
+	res := c.OK("tools/call", map[string]any{"name": "test_tool_with_task", "arguments": map[string]any{},
 		"inputResponses": map[string]any{"user_name": answer(map[string]any{"name": "Alice"})}})
 	id, _ = res["taskId"].(string)
 	if res["resultType"] != "task" || id == "" || res["requestState"] != nil || res["inputRequests"] != nil {
@@ -300,16 +300,16 @@ func TestConformanceTaskFixtures(t *testing.T) {
 	// Without the extension: no task; -32021 naming it for the tools that
 	// require one.
 	for _, tool := range []string{"failing_job", "test_tool_with_task"} {
-		_, we := c.call("tools/call", map[string]any{"name": tool, "arguments": map[string]any{}}, false)
+		_, we := c.Call("tools/call", map[string]any{"name": tool, "arguments": map[string]any{}}, false)
 		if we == nil || we.Code != mcp.CodeMissingRequiredClientCapabilities || !strings.Contains(string(we.Data), mcptasks.Extension) {
 			t.Errorf("%s without the extension: want -32021 naming it, got %v", tool, we)
 		}
 	}
-	sync, we := c.call("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0, "label": "sync"}}, false)
+	sync, we := c.Call("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0, "label": "sync"}}, false)
 	if we != nil || sync["taskId"] != nil || sync["resultType"] != "complete" || !strings.Contains(string(must(json.Marshal(sync["content"]))), "sync") {
 		t.Errorf("slow_compute without the extension: %v %v", sync, we)
 	}
-	greet, we := c.call("tools/call", map[string]any{"name": "greet", "arguments": map[string]any{"name": "World"}, "task": map[string]any{"ttl": 60000}}, true)
+	greet, we := c.Call("tools/call", map[string]any{"name": "greet", "arguments": map[string]any{"name": "World"}, "task": map[string]any{"ttl": 60000}}, true)
 	if we != nil || greet["taskId"] != nil || !strings.Contains(string(must(json.Marshal(greet["content"]))), "Hello, World!") {
 		t.Errorf("greet: %v %v", greet, we)
 	}
@@ -331,24 +331,24 @@ func TestConformanceTaskIDsDispatch(t *testing.T) {
 	c := connectRawTo(t, e.srv)
 	run := c.start("run_start", map[string]any{"workflow": "greet"})
 	c.until(run, "input_required", "")
-	fixture := c.ok("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 60}})["taskId"].(string)
-	if got := c.ok("tasks/get", map[string]any{"taskId": fixture}); got["status"] != "working" {
+	fixture := c.OK("tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 60}})["taskId"].(string)
+	if got := c.OK("tasks/get", map[string]any{"taskId": fixture}); got["status"] != "working" {
 		t.Errorf("the fixture task: %v", got)
 	}
 	for _, id := range []string{fixtureTaskPrefix + "0123", "swt_nope"} {
-		if _, we := c.call("tasks/get", map[string]any{"taskId": id}, true); we == nil || we.Code != jsonrpc.CodeInvalidParams {
+		if _, we := c.Call("tasks/get", map[string]any{"taskId": id}, true); we == nil || we.Code != jsonrpc.CodeInvalidParams {
 			t.Errorf("tasks/get %s: want -32602, got %v", id, we)
 		}
 	}
-	c.ok("tasks/cancel", map[string]any{"taskId": run})
+	c.OK("tasks/cancel", map[string]any{"taskId": run})
 	c.until(run, "cancelled", "")
-	if got := c.ok("tasks/get", map[string]any{"taskId": fixture}); got["status"] != "working" {
+	if got := c.OK("tasks/get", map[string]any{"taskId": fixture}); got["status"] != "working" {
 		t.Errorf("the fixture task after the run's cancel: %v", got)
 	}
 
 	plain := connectRawTo(t, newTaskEnv(t).srv)
 	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
-		if _, we := plain.call(m, map[string]any{"taskId": fixture, "inputResponses": map[string]any{}}, true); we == nil || we.Code != jsonrpc.CodeInvalidParams {
+		if _, we := plain.Call(m, map[string]any{"taskId": fixture, "inputResponses": map[string]any{}}, true); we == nil || we.Code != jsonrpc.CodeInvalidParams {
 			t.Errorf("%s of a fixture id on a server without fixtures: want -32602, got %v", m, we)
 		}
 	}

@@ -38,6 +38,6 @@ func BenchmarkTaskGet(b *testing.B) {
 	c.until(id, "input_required", "name.1")
 	b.ReportAllocs()
 	for b.Loop() {
-		c.ok("tasks/get", map[string]any{"taskId": id})
+		c.OK("tasks/get", map[string]any{"taskId": id})
 	}
 }

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,112 +16,48 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/internal/mcptasks"
+	"stepwise.dev/stepwise/internal/mcptasks/rawclient"
 	"stepwise.dev/stepwise/internal/service"
 )
 
 // rawClient speaks 2026-07-28 requests to a server over in-memory
-// transports, each request with its own capabilities: with the Tasks
-// extension (declare) or without.
-type rawClient struct {
-	t    testing.TB
-	conn mcp.Connection
-	n    int
-}
+// transports, each request with its own capabilities: form elicitation,
+// and the Tasks extension when the call declares it.
+type rawClient struct{ *rawclient.Client }
 
 func connectRawTo(t testing.TB, srv *Server) *rawClient {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ct.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
-	return &rawClient{t: t, conn: conn}
+	return rawOn(t, rawclient.Connect(t, srv.MCP(), nil).Conn)
 }
 
-func (r *rawClient) call(method string, params map[string]any, declare bool) (map[string]any, *jsonrpc.Error) {
-	r.t.Helper()
-	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
-	if declare {
-		caps["extensions"] = map[string]any{mcptasks.Extension: map[string]any{}}
-	}
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["_meta"] = map[string]any{
-		mcp.MetaKeyProtocolVersion:    "2026-07-28",
-		mcp.MetaKeyClientInfo:         map[string]any{"name": "raw", "version": "1"},
-		mcp.MetaKeyClientCapabilities: caps,
-	}
-	b, err := json.Marshal(params)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.n++
-	id, _ := jsonrpc.MakeID(float64(r.n))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := r.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: b}); err != nil {
-		r.t.Fatal(err)
-	}
-	for {
-		msg, err := r.conn.Read(ctx)
-		if err != nil {
-			r.t.Fatalf("%s: %v", method, err)
-		}
-		resp, ok := msg.(*jsonrpc.Response)
-		if !ok || resp.ID != id {
-			continue // a notification
-		}
-		if resp.Error != nil {
-			var we *jsonrpc.Error
-			if !errors.As(resp.Error, &we) {
-				r.t.Fatalf("%s: %v", method, resp.Error)
-			}
-			return nil, we
-		}
-		var out map[string]any
-		if err := json.Unmarshal(resp.Result, &out); err != nil {
-			r.t.Fatal(err)
-		}
-		return out, nil
-	}
-}
-
-func (r *rawClient) ok(method string, params map[string]any) map[string]any {
-	r.t.Helper()
-	out, we := r.call(method, params, true)
-	if we != nil {
-		r.t.Fatalf("%s: error %d %s", method, we.Code, we.Message)
-	}
-	return out
+// rawOn is a rawClient on a connection made already.
+func rawOn(t testing.TB, conn mcp.Connection) *rawClient {
+	return &rawClient{&rawclient.Client{T: t, Conn: conn,
+		Caps:     map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+		Declared: map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}}}
 }
 
 // start calls a tool that starts a run and returns the task's id.
 func (r *rawClient) start(tool string, args map[string]any) string {
-	r.t.Helper()
-	res := r.ok("tools/call", map[string]any{"name": tool, "arguments": args})
+	r.T.Helper()
+	res := r.OK("tools/call", map[string]any{"name": tool, "arguments": args})
 	id, _ := res["taskId"].(string)
 	if res["resultType"] != "task" || id == "" || res["content"] != nil {
-		r.t.Fatalf("%s: want a CreateTaskResult, got %v", tool, res)
+		r.T.Fatalf("%s: want a CreateTaskResult, got %v", tool, res)
 	}
 	for _, k := range []string{"status", "createdAt", "lastUpdatedAt"} {
 		if res[k] == nil {
-			r.t.Errorf("%s: CreateTaskResult without %s: %v", tool, k, res)
+			r.T.Errorf("%s: CreateTaskResult without %s: %v", tool, k, res)
 		}
 	}
 	// The seed state is the run's as recorded: a run that ended already
 	// (a step that fails at once) has its retention as ttl.
 	if st := res["status"]; st == "working" || st == "input_required" {
 		if v, present := res["ttlMs"]; !present || v != nil {
-			r.t.Errorf("ttlMs of a %s task: want null, got %v", st, v)
+			r.T.Errorf("ttlMs of a %s task: want null, got %v", st, v)
 		}
 	} else if _, present := res["ttlMs"]; !present {
-		r.t.Errorf("a %s task without ttlMs: %v", st, res)
+		r.T.Errorf("a %s task without ttlMs: %v", st, res)
 	}
 	return id
 }
@@ -130,15 +65,15 @@ func (r *rawClient) start(tool string, args map[string]any) string {
 // until polls tasks/get until the task is in status and (when key is not
 // empty) offers that input request key.
 func (r *rawClient) until(id, status, key string) map[string]any {
-	r.t.Helper()
+	r.T.Helper()
 	deadline := time.Now().Add(time.Minute) // a hang guard, not a speed check
 	for {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("task %s never reached %s %s", id, status, key)
+			r.T.Fatalf("task %s never reached %s %s", id, status, key)
 		}
-		got := r.ok("tasks/get", map[string]any{"taskId": id})
+		got := r.OK("tasks/get", map[string]any{"taskId": id})
 		if got["resultType"] != "complete" {
-			r.t.Fatalf("tasks/get resultType: %v", got)
+			r.T.Fatalf("tasks/get resultType: %v", got)
 		}
 		if got["status"] == status {
 			if key == "" {
@@ -150,7 +85,7 @@ func (r *rawClient) until(id, status, key string) map[string]any {
 		}
 		switch got["status"] {
 		case "completed", "cancelled", "failed":
-			r.t.Fatalf("task ended %v waiting for %s %s: %v", got["status"], status, key, got)
+			r.T.Fatalf("task ended %v waiting for %s %s: %v", got["status"], status, key, got)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -184,8 +119,8 @@ func TestTaskStartToCompleted(t *testing.T) {
 
 	// Refused (the pattern wants a capital): still input_required, under a new key.
 	// The refusal is known when the update is acknowledged.
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "ada"})}})
-	got = c.ok("tasks/get", map[string]any{"taskId": id})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "ada"})}})
+	got = c.OK("tasks/get", map[string]any{"taskId": id})
 	if got["status"] != "input_required" || got["inputRequests"].(map[string]any)["name.1.r1"] == nil {
 		t.Fatalf("after a refused answer: %v", got)
 	}
@@ -196,12 +131,12 @@ func TestTaskStartToCompleted(t *testing.T) {
 		t.Errorf("statusMessage after a refused answer: %q", msg)
 	}
 	// The answered key is ignored now.
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "Ada"})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "Ada"})}})
 	if got := c.until(id, "input_required", ""); got["inputRequests"].(map[string]any)["name.1.r1"] == nil {
 		t.Fatalf("an answer under a used key moved the task: %v", got)
 	}
 
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1.r1": answer(map[string]any{"value": "Ada"})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1.r1": answer(map[string]any{"value": "Ada"})}})
 	got = c.until(id, "input_required", "write.2")
 	agent := got["inputRequests"].(map[string]any)["write.2"].(map[string]any)["params"].(map[string]any)
 	if !strings.Contains(agent["message"].(string), "Write a one-line greeting for Ada") {
@@ -211,7 +146,7 @@ func TestTaskStartToCompleted(t *testing.T) {
 		t.Errorf("the agent step's schema is not its output schema: %v", agent["requestedSchema"])
 	}
 
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"write.2": answer(map[string]any{"line": "Hello, Ada!"})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"write.2": answer(map[string]any{"line": "Hello, Ada!"})}})
 	done := c.until(id, "completed", "")
 	res := done["result"].(map[string]any)
 	if res["isError"] == true {
@@ -257,13 +192,13 @@ func TestTaskCancel(t *testing.T) {
 	c := connectRawTo(t, e.srv)
 	id := c.start("wf_greet", map[string]any{})
 	c.until(id, "input_required", "")
-	ack := c.ok("tasks/cancel", map[string]any{"taskId": id})
+	ack := c.OK("tasks/cancel", map[string]any{"taskId": id})
 	if ack["resultType"] != "complete" {
 		t.Errorf("tasks/cancel ack: %v", ack)
 	}
 	c.until(id, "cancelled", "")
 	// Canceling again, a finished task: still acknowledged.
-	c.ok("tasks/cancel", map[string]any{"taskId": id})
+	c.OK("tasks/cancel", map[string]any{"taskId": id})
 }
 
 // TestTaskNotDeclared: a client without the extension gets today's
@@ -271,11 +206,11 @@ func TestTaskCancel(t *testing.T) {
 func TestTaskNotDeclared(t *testing.T) {
 	e := newTaskEnv(t)
 	c := connectRawTo(t, e.srv)
-	disc, we := c.call("server/discover", map[string]any{}, false)
+	disc, we := c.Call("server/discover", map[string]any{}, false)
 	if we != nil || disc["capabilities"].(map[string]any)["extensions"].(map[string]any)[mcptasks.Extension] == nil {
 		t.Fatalf("server/discover does not advertise the extension: %v %v", disc, we)
 	}
-	res, we := c.call("tools/call", map[string]any{"name": "run_start", "arguments": map[string]any{"workflow": "greet", "wait_seconds": 0}}, false)
+	res, we := c.Call("tools/call", map[string]any{"name": "run_start", "arguments": map[string]any{"workflow": "greet", "wait_seconds": 0}}, false)
 	if we != nil || res["resultType"] == "task" || res["taskId"] != nil {
 		t.Fatalf("run_start without the extension: %v %v", res, we)
 	}
@@ -285,7 +220,7 @@ func TestTaskNotDeclared(t *testing.T) {
 	}
 	id := e.srv.taskID(sc["run_id"].(string))
 	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
-		_, we := c.call(m, map[string]any{"taskId": id, "inputResponses": map[string]any{}}, false)
+		_, we := c.Call(m, map[string]any{"taskId": id, "inputResponses": map[string]any{}}, false)
 		if we == nil || we.Code != mcp.CodeMissingRequiredClientCapabilities || !strings.Contains(string(we.Data), mcptasks.Extension) {
 			t.Fatalf("%s without the extension: %v", m, we)
 		}
@@ -309,7 +244,7 @@ func TestTaskForgedID(t *testing.T) {
 	}
 	for _, id := range []string{"swt_nope", runID, altered, other.srv.taskID(runID), ""} {
 		for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
-			_, we := c.call(m, map[string]any{"taskId": id, "inputResponses": map[string]any{}}, true)
+			_, we := c.Call(m, map[string]any{"taskId": id, "inputResponses": map[string]any{}}, true)
 			if we == nil || we.Code != jsonrpc.CodeInvalidParams {
 				t.Fatalf("%s of %q: want -32602, got %v", m, id, we)
 			}
@@ -346,9 +281,9 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	id := c1.start("run_start", map[string]any{"workflow": "greet"})
 	c1.until(id, "input_required", "name.1")
 	// A refused answer is recorded with the run: its new key outlives the server.
-	c1.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "ada"})}})
+	c1.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1": answer(map[string]any{"value": "ada"})}})
 	before := c1.until(id, "input_required", "name.1.r1")
-	_ = c1.conn.Close()
+	_ = c1.Conn.Close()
 	srv1.Close()
 	if err := svc1.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -357,13 +292,13 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	svc2, srv2 := open()
 	defer func() { srv2.Close(); _ = svc2.Close(context.Background()) }()
 	c2 := connectRawTo(t, srv2)
-	after := c2.ok("tasks/get", map[string]any{"taskId": id})
+	after := c2.OK("tasks/get", map[string]any{"taskId": id})
 	if _, ok := after["inputRequests"].(map[string]any)["name.1.r1"]; !ok || after["createdAt"] != before["createdAt"] || after["statusMessage"] != before["statusMessage"] {
 		t.Fatalf("the task changed over the restart: %v, then %v", before, after)
 	}
-	c2.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1.r1": answer(map[string]any{"value": "Ada"})}})
+	c2.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name.1.r1": answer(map[string]any{"value": "Ada"})}})
 	c2.until(id, "input_required", "write.2")
-	c2.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"write.2": answer(map[string]any{"line": "Hi, Ada"})}})
+	c2.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"write.2": answer(map[string]any{"line": "Hi, Ada"})}})
 	done := c2.until(id, "completed", "")
 	if done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)["name"] != "Ada" {
 		t.Fatalf("after the restart: %v", done)
@@ -383,17 +318,17 @@ func TestTaskSecretQuestion(t *testing.T) {
 	if params["mode"] != "form" || !strings.Contains(params["message"].(string), "$NAME") {
 		t.Fatalf("a secret question's request: %v", params)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1": answer(map[string]any{"value": "hunter2"})}})
-	got = c.ok("tasks/get", map[string]any{"taskId": id})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1": answer(map[string]any{"value": "hunter2"})}})
+	got = c.OK("tasks/get", map[string]any{"taskId": id})
 	if got["inputRequests"].(map[string]any)["password.1.r1"] == nil || strings.Contains(toText(got), "hunter2") {
 		t.Fatalf("after a secret in clear: %v", got)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1.r1": answer(map[string]any{"value": "$STEPWISE_TASK_TEST_SECRET"})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1.r1": answer(map[string]any{"value": "$STEPWISE_TASK_TEST_SECRET"})}})
 	got = c.until(id, "input_required", "label.2")
 	if !strings.Contains(toText(got["inputRequests"]), `"enum":["red","green"]`) {
 		t.Errorf("the choice question's form: %v", got["inputRequests"])
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"label.2": answer(map[string]any{"value": "green"})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"label.2": answer(map[string]any{"value": "green"})}})
 	done := c.until(id, "completed", "")
 	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
 	if out["label"] != "green" || out["length"] != float64(len("s3cret-value")) || strings.Contains(toText(done), "s3cret-value") {
@@ -427,7 +362,7 @@ func testTaskNotifications(t *testing.T, e *env, server, client mcp.Transport) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
-	c := &rawClient{t: t, conn: conn}
+	c := rawOn(t, conn)
 	id := c.start("run_start", map[string]any{"workflow": "greet"})
 	c.until(id, "input_required", "name.1")
 
@@ -491,12 +426,12 @@ func TestTaskSecretPage(t *testing.T) {
 	if params["mode"] != "url" || !strings.HasPrefix(link, base+"/secrets/") {
 		t.Fatalf("a secret question's request over HTTP: %v", params)
 	}
-	again := c.ok("tasks/get", map[string]any{"taskId": id})
+	again := c.OK("tasks/get", map[string]any{"taskId": id})
 	if again["inputRequests"].(map[string]any)["password.1"].(map[string]any)["params"].(map[string]any)["url"] != link {
 		t.Fatalf("a second poll offers another page: %v", again)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1": map[string]any{"action": "accept"}}})
-	if got := c.ok("tasks/get", map[string]any{"taskId": id}); got["inputRequests"].(map[string]any)["password.1"] == nil {
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"password.1": map[string]any{"action": "accept"}}})
+	if got := c.OK("tasks/get", map[string]any{"taskId": id}); got["inputRequests"].(map[string]any)["password.1"] == nil {
 		t.Fatalf("accepting the page moved the task: %v", got)
 	}
 	resp, err := http.PostForm(link, url.Values{"value": {"correct-horse"}})
@@ -536,12 +471,12 @@ func TestTaskSubWorkflowQuestion(t *testing.T) {
 	if !strings.HasSuffix(key, ".who.1") || key == "who.1" {
 		t.Fatalf("a child's question's key: %q", key)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer(map[string]any{"value": "ada"})}})
-	got := c.ok("tasks/get", map[string]any{"taskId": id})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: answer(map[string]any{"value": "ada"})}})
+	got := c.OK("tasks/get", map[string]any{"taskId": id})
 	if got["inputRequests"].(map[string]any)[key+".r1"] == nil {
 		t.Fatalf("after a refused answer to the child's question: %v", got)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key + ".r1": answer(map[string]any{"value": "Ada"})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key + ".r1": answer(map[string]any{"value": "Ada"})}})
 	done := c.until(id, "completed", "")
 	if done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)["who"] != "Ada" {
 		t.Fatalf("the task: %v", done)
@@ -556,7 +491,7 @@ func TestTaskWorkingSaysTheStep(t *testing.T) {
 	id := c.start("run_start", map[string]any{"definition": "version: 1\nname: nap\nsteps:\n  - id: first\n    uses: log\n    with: {message: hi}\n  - id: nap\n    sleep: 1h\n"})
 	deadline := time.Now().Add(time.Minute) // a hang guard
 	for {
-		got := c.ok("tasks/get", map[string]any{"taskId": id})
+		got := c.OK("tasks/get", map[string]any{"taskId": id})
 		if got["status"] != "working" {
 			t.Fatalf("a sleeping run's task: %v", got)
 		}
@@ -569,7 +504,7 @@ func TestTaskWorkingSaysTheStep(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	c.ok("tasks/cancel", map[string]any{"taskId": id})
+	c.OK("tasks/cancel", map[string]any{"taskId": id})
 	c.until(id, "cancelled", "")
 }
 
@@ -600,13 +535,13 @@ func TestTaskParallelQuestions(t *testing.T) {
 		t.Fatalf("keys %v", keys)
 	}
 	// a refused and b answered in one update.
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
 		ka: answer(map[string]any{"value": "lower"}), kb: answer(map[string]any{"value": "bee"})}})
 	got := c.until(id, "input_required", ka+".r1")
 	if reqs := got["inputRequests"].(map[string]any); len(reqs) != 1 {
 		t.Fatalf("after a refused and an answered question: %v", reqs)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{ka + ".r1": answer(map[string]any{"value": "Aye"})}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{ka + ".r1": answer(map[string]any{"value": "Aye"})}})
 	done := c.until(id, "completed", "")
 	out := done["result"].(map[string]any)["structuredContent"].(map[string]any)["outputs"].(map[string]any)
 	if out["a"] != "Aye" || out["b"] != "bee" {
@@ -637,7 +572,7 @@ func TestTaskNotificationsOfSubWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
-	c := &rawClient{t: t, conn: conn}
+	c := rawOn(t, conn)
 	id := c.start("run_start", map[string]any{"workflow": "outer"})
 	var key string
 	for key == "" {
@@ -707,7 +642,7 @@ func TestTaskRetryAndFork(t *testing.T) {
 
 	q := c.start("run_start", map[string]any{"workflow": "greet"})
 	c.until(q, "input_required", "name.1")
-	cont, we := c.call("tools/call", map[string]any{"name": "run_continue", "arguments": map[string]any{"token": e.pauseToken(t, q), "value": "Ada"}}, true)
+	cont, we := c.Call("tools/call", map[string]any{"name": "run_continue", "arguments": map[string]any{"token": e.pauseToken(t, q), "value": "Ada"}}, true)
 	if we != nil || cont["resultType"] != "task" || cont["taskId"] != q {
 		t.Fatalf("run_continue: %v %v", cont, we)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"stepwise.dev/stepwise/internal/mcptasks"
+	"stepwise.dev/stepwise/internal/mcptasks/rawclient"
 )
 
 // jobs is a toy application: a tool call becomes a job that asks one
@@ -110,14 +111,8 @@ func newServer(t *testing.T) (*mcp.Server, *jobs) {
 	return s, j
 }
 
-// raw is a JSON-RPC client speaking 2026-07-28 requests on an in-memory
-// transport: every request carries its own capabilities.
-type raw struct {
-	t     *testing.T
-	conn  mcp.Connection
-	n     int
-	other []jsonrpc.Message // messages read while waiting for a response
-}
+// raw is rawclient's client; a declaring call declares the extension.
+type raw struct{ *rawclient.Client }
 
 func connectRaw(t *testing.T, s *mcp.Server) *raw { return connectRawOver(t, s, nil) }
 
@@ -125,110 +120,22 @@ func connectRaw(t *testing.T, s *mcp.Server) *raw { return connectRawOver(t, s, 
 // is not nil.
 func connectRawOver(t *testing.T, s *mcp.Server, wrap func(mcp.Transport) mcp.Transport) *raw {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	var server mcp.Transport = st
-	if wrap != nil {
-		server = wrap(st)
-	}
-	ss, err := s.Connect(context.Background(), server, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ct.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(); _ = ss.Close() })
-	return &raw{t: t, conn: conn}
-}
-
-// call sends method with params (a map; _meta added) and returns the
-// result or the error.
-func (r *raw) call(method string, params map[string]any, declare bool) (map[string]any, *jsonrpc.Error) {
-	r.t.Helper()
-	id := r.send(method, params, declare)
-	return r.await(method, id)
-}
-
-// send writes a request and returns its id.
-func (r *raw) send(method string, params map[string]any, declare bool) jsonrpc.ID {
-	r.t.Helper()
-	caps := map[string]any{}
-	if declare {
-		caps["extensions"] = map[string]any{mcptasks.Extension: map[string]any{}}
-	}
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["_meta"] = map[string]any{
-		mcp.MetaKeyProtocolVersion:    "2026-07-28",
-		mcp.MetaKeyClientInfo:         map[string]any{"name": "raw", "version": "1"},
-		mcp.MetaKeyClientCapabilities: caps,
-	}
-	b, err := json.Marshal(params)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.n++
-	id, _ := jsonrpc.MakeID(float64(r.n))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := r.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: b}); err != nil {
-		r.t.Fatal(err)
-	}
-	return id
-}
-
-// await reads up to the response to id, keeping what else comes.
-func (r *raw) await(method string, id jsonrpc.ID) (map[string]any, *jsonrpc.Error) {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		msg, err := r.conn.Read(ctx)
-		if err != nil {
-			r.t.Fatalf("%s: %v", method, err)
-		}
-		resp, ok := msg.(*jsonrpc.Response)
-		if !ok || resp.ID != id {
-			r.other = append(r.other, msg)
-			continue
-		}
-		if resp.Error != nil {
-			var we *jsonrpc.Error
-			if !errors.As(resp.Error, &we) {
-				r.t.Fatalf("%s: %v", method, resp.Error)
-			}
-			return nil, we
-		}
-		var out map[string]any
-		if err := json.Unmarshal(resp.Result, &out); err != nil {
-			r.t.Fatal(err)
-		}
-		return out, nil
-	}
-}
-
-func (r *raw) ok(method string, params map[string]any) map[string]any {
-	r.t.Helper()
-	out, we := r.call(method, params, true)
-	if we != nil {
-		r.t.Fatalf("%s: error %d %s", method, we.Code, we.Message)
-	}
-	return out
+	c := rawclient.Connect(t, s, wrap)
+	c.Declared = map[string]any{"extensions": map[string]any{mcptasks.Extension: map[string]any{}}}
+	return &raw{c}
 }
 
 func TestDeclaringClientGetsTaskAndDrivesIt(t *testing.T) {
 	s, _ := newServer(t)
 	c := connectRaw(t, s)
-	created := c.ok("tools/call", map[string]any{"name": "hello", "arguments": map[string]any{}})
+	created := c.OK("tools/call", map[string]any{"name": "hello", "arguments": map[string]any{}})
 	if created["resultType"] != "task" || created["taskId"] != "job-1" || created["content"] != nil {
 		t.Fatalf("tools/call: want a CreateTaskResult, got %v", created)
 	}
 	if ttl, present := created["ttlMs"]; !present || ttl != nil {
 		t.Errorf("ttlMs: want null, got %v (present %v)", ttl, present)
 	}
-	got := c.ok("tasks/get", map[string]any{"taskId": "job-1"})
+	got := c.OK("tasks/get", map[string]any{"taskId": "job-1"})
 	if got["resultType"] != "complete" || got["status"] != "input_required" {
 		t.Fatalf("tasks/get: %v", got)
 	}
@@ -237,16 +144,16 @@ func TestDeclaringClientGetsTaskAndDrivesIt(t *testing.T) {
 		t.Fatalf("inputRequests: %v", got["inputRequests"])
 	}
 	// A key that is not outstanding is ignored.
-	c.ok("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{"other": map[string]any{"action": "accept", "content": map[string]any{}}}})
-	if st := c.ok("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "input_required" {
+	c.OK("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{"other": map[string]any{"action": "accept", "content": map[string]any{}}}})
+	if st := c.OK("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "input_required" {
 		t.Fatalf("after an unknown key: %v", st)
 	}
-	ack := c.ok("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Luca"}}}})
+	ack := c.OK("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Luca"}}}})
 	delete(ack, "_meta") // the SDK's serverInfo
 	if ack["resultType"] != "complete" || len(ack) != 1 {
 		t.Errorf("tasks/update ack: %v", ack)
 	}
-	done := c.ok("tasks/get", map[string]any{"taskId": "job-1"})
+	done := c.OK("tasks/get", map[string]any{"taskId": "job-1"})
 	res, _ := done["result"].(map[string]any)
 	if done["status"] != "completed" || res == nil {
 		t.Fatalf("after update: %v", done)
@@ -263,21 +170,21 @@ func TestDeclaringClientGetsTaskAndDrivesIt(t *testing.T) {
 func TestUpdateWithUnreadableResponses(t *testing.T) {
 	s, _ := newServer(t)
 	c := connectRaw(t, s)
-	c.ok("tools/call", map[string]any{"name": "hello", "arguments": map[string]any{}})
-	ack := c.ok("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{
+	c.OK("tools/call", map[string]any{"name": "hello", "arguments": map[string]any{}})
+	ack := c.OK("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{
 		"unknown-key": map[string]any{"ignored": true}, "name": map[string]any{"neither": "action"}}})
 	if ack["resultType"] != "complete" {
 		t.Fatalf("tasks/update ack: %v", ack)
 	}
-	if st := c.ok("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "input_required" {
+	if st := c.OK("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "input_required" {
 		t.Fatalf("after unreadable responses: %v, want input_required", st)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{
+	c.OK("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": map[string]any{
 		"unknown-key": map[string]any{"ignored": true}, "name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}})
-	if st := c.ok("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "completed" {
+	if st := c.OK("tasks/get", map[string]any{"taskId": "job-1"})["status"]; st != "completed" {
 		t.Fatalf("after a readable response beside an unreadable one: %v, want completed", st)
 	}
-	if _, we := c.call("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": []any{1}}, true); we == nil || we.Code != jsonrpc.CodeInvalidParams {
+	if _, we := c.Call("tasks/update", map[string]any{"taskId": "job-1", "inputResponses": []any{1}}, true); we == nil || we.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("inputResponses not an object: want -32602, got %v", we)
 	}
 }
@@ -285,9 +192,9 @@ func TestUpdateWithUnreadableResponses(t *testing.T) {
 func TestCancel(t *testing.T) {
 	s, _ := newServer(t)
 	c := connectRaw(t, s)
-	id := c.ok("tools/call", map[string]any{"name": "hello"})["taskId"]
-	c.ok("tasks/cancel", map[string]any{"taskId": id})
-	if st := c.ok("tasks/get", map[string]any{"taskId": id})["status"]; st != "cancelled" {
+	id := c.OK("tools/call", map[string]any{"name": "hello"})["taskId"]
+	c.OK("tasks/cancel", map[string]any{"taskId": id})
+	if st := c.OK("tasks/get", map[string]any{"taskId": id})["status"]; st != "cancelled" {
 		t.Fatalf("status after cancel: %v", st)
 	}
 }
@@ -295,7 +202,7 @@ func TestCancel(t *testing.T) {
 func TestNonDeclaringClient(t *testing.T) {
 	s, j := newServer(t)
 	c := connectRaw(t, s)
-	res, we := c.call("tools/call", map[string]any{"name": "hello"}, false)
+	res, we := c.Call("tools/call", map[string]any{"name": "hello"}, false)
 	if we != nil || res["resultType"] == "task" || res["taskId"] != nil {
 		t.Fatalf("a client without the extension got %v, %v", res, we)
 	}
@@ -303,7 +210,7 @@ func TestNonDeclaringClient(t *testing.T) {
 		t.Errorf("a task was created for a client without the extension")
 	}
 	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
-		_, we := c.call(m, map[string]any{"taskId": "job-1"}, false)
+		_, we := c.Call(m, map[string]any{"taskId": "job-1"}, false)
 		if we == nil || we.Code != mcp.CodeMissingRequiredClientCapabilities {
 			t.Fatalf("%s: want -32021, got %v", m, we)
 		}
@@ -318,7 +225,7 @@ func TestUnknownTask(t *testing.T) {
 	s, _ := newServer(t)
 	c := connectRaw(t, s)
 	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
-		_, we := c.call(m, map[string]any{"taskId": "nope", "inputResponses": map[string]any{}}, true)
+		_, we := c.Call(m, map[string]any{"taskId": "nope", "inputResponses": map[string]any{}}, true)
 		if we == nil || we.Code != jsonrpc.CodeInvalidParams {
 			t.Fatalf("%s of an unknown task: want -32602, got %v", m, we)
 		}

@@ -14,10 +14,10 @@ import (
 
 // next reads messages (those read before first) until one satisfies ok.
 func (r *raw) next(ok func(jsonrpc.Message) bool) jsonrpc.Message {
-	r.t.Helper()
-	for len(r.other) > 0 {
-		m := r.other[0]
-		r.other = r.other[1:]
+	r.T.Helper()
+	for len(r.Other) > 0 {
+		m := r.Other[0]
+		r.Other = r.Other[1:]
 		if ok(m) {
 			return m
 		}
@@ -25,9 +25,9 @@ func (r *raw) next(ok func(jsonrpc.Message) bool) jsonrpc.Message {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		m, err := r.conn.Read(ctx)
+		m, err := r.Conn.Read(ctx)
 		if err != nil {
-			r.t.Fatal(err)
+			r.T.Fatal(err)
 		}
 		if ok(m) {
 			return m
@@ -57,9 +57,9 @@ func params(t *testing.T, m jsonrpc.Message) map[string]any {
 func TestListenForTasks(t *testing.T) {
 	s, j := newServer(t)
 	c := connectRawOver(t, s, func(tr mcp.Transport) mcp.Transport { return mcptasks.WithNotifications(tr, j) })
-	id := c.ok("tools/call", map[string]any{"name": "hello"})["taskId"].(string)
+	id := c.OK("tools/call", map[string]any{"name": "hello"})["taskId"].(string)
 
-	listenID := c.send("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id, "unknown"}}}, true)
+	listenID := c.Send("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id, "unknown"}}}, true)
 	ack := params(t, c.next(notification("notifications/subscriptions/acknowledged")))
 	ids, _ := ack["notifications"].(map[string]any)["taskIds"].([]any)
 	if len(ids) != 1 || ids[0] != id {
@@ -69,18 +69,18 @@ func TestListenForTasks(t *testing.T) {
 	if first["taskId"] != id || first["status"] != "input_required" || first["inputRequests"] == nil {
 		t.Fatalf("the first notification: %v", first)
 	}
-	c.ok("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}})
+	c.OK("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}})
 	done := params(t, c.next(notification(mcptasks.NotificationStatus)))
 	if done["status"] != "completed" || done["result"] == nil {
 		t.Fatalf("the notification of the change: %v", done)
 	}
-	for _, m := range c.other {
+	for _, m := range c.Other {
 		if resp, ok := m.(*jsonrpc.Response); ok && resp.ID == listenID {
 			t.Fatalf("the listen was answered while it listened: %v", resp)
 		}
 	}
 	cancelled, _ := json.Marshal(map[string]any{"requestId": listenID.Raw()})
-	if err := c.conn.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled}); err != nil {
+	if err := c.Conn.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled}); err != nil {
 		t.Fatal(err)
 	}
 	c.next(func(m jsonrpc.Message) bool {
@@ -94,7 +94,7 @@ func TestListenForTasks(t *testing.T) {
 func TestListenForTasksNotDeclared(t *testing.T) {
 	s, j := newServer(t)
 	c := connectRawOver(t, s, func(tr mcp.Transport) mcp.Transport { return mcptasks.WithNotifications(tr, j) })
-	_, we := c.call("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{"job-1"}}}, false)
+	_, we := c.Call("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{"job-1"}}}, false)
 	if we == nil || we.Code != mcp.CodeMissingRequiredClientCapabilities {
 		t.Fatalf("want -32021, got %v", we)
 	}
