@@ -69,10 +69,59 @@ func (p *progressOut) print(events <-chan service.Event, tree *service.RunTree, 
 		p.mu.Unlock()
 		close(stopped)
 	}()
-	line := func(e service.Event) {
-		if depth, ok := tree.Depth(e); ok {
-			progressLine(p.w, e, depth)
+	// A sub-workflow's driver may publish its first steps before its
+	// parent's step.child_started line: a child run created with a parent
+	// has its lines held until that line is printed (or the stream ends).
+	type held struct {
+		e     service.Event
+		depth int
+	}
+	waiting := map[string][]held{} // child run id → its lines so far
+	announced := map[string]bool{}
+	flush := func(runID string) {
+		for _, h := range waiting[runID] {
+			progressLine(p.w, h.e, h.depth)
 		}
+		delete(waiting, runID)
+	}
+	defer func() {
+		for id := range waiting {
+			flush(id)
+		}
+	}()
+	line := func(e service.Event) {
+		depth, ok := tree.Depth(e)
+		var d struct {
+			ParentID   string `json:"parent_id"`
+			ChildRunID string `json:"child_run_id"`
+		}
+		switch e.Type {
+		case code.EventRunCreated:
+			if json.Unmarshal(e.Data, &d) == nil && d.ParentID != "" && !announced[e.RunID] {
+				waiting[e.RunID] = []held{}
+			}
+		case code.EventChildStarted:
+			if ok {
+				progressLine(p.w, e, depth)
+			}
+			if json.Unmarshal(e.Data, &d) == nil && d.ChildRunID != "" {
+				announced[d.ChildRunID] = true
+				flush(d.ChildRunID)
+			}
+			return
+		}
+		if !ok {
+			return
+		}
+		if h, hold := waiting[e.RunID]; hold {
+			if len(h) < maxHeldLines {
+				waiting[e.RunID] = append(h, held{e, depth})
+				return
+			}
+			flush(e.RunID) // the parent's line is late: no more holding
+			announced[e.RunID] = true
+		}
+		progressLine(p.w, e, depth)
 	}
 	for {
 		select {
@@ -101,6 +150,10 @@ func (p *progressOut) print(events <-chan service.Event, tree *service.RunTree, 
 		}
 	}
 }
+
+// maxHeldLines bounds the lines of a sub-workflow held until its parent's
+// line: past it they print as they come.
+const maxHeldLines = 1000
 
 // progressLine prints one event of a run as it happens; a sub-workflow's
 // lines are indented under the step that runs it.
