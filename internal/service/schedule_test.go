@@ -218,7 +218,7 @@ func TestCronScheduleAcrossDST(t *testing.T) {
 		if len(list) != 1 || !list[0].NextFire.Equal(want) {
 			t.Fatalf("next fire %+v, want %s", list, want)
 		}
-		clk.t = want.Add(time.Second)
+		clk.set(want.Add(time.Second))
 		f, err := svc.FireDueSchedules(ctx)
 		if err != nil || len(f) != 1 || !f[0].At.Equal(want) {
 			t.Fatalf("firing at %s: %+v %v", want, f, err)
