@@ -70,14 +70,18 @@ type remoteClient struct {
 // be printed before what comes next: the SDK hands notifications to their
 // handler in order but on a goroutine of its own, so a result can arrive
 // while the last lines are still queued. It waits until no line came for
-// a moment since the call returned (at most settleMax).
+// a moment since the call returned (at most settleMax): a wait on timing,
+// as the SDK gives the client no way to know the last line came.
 func (c *remoteClient) settle() {
 	if c.quiet {
 		return
 	}
-	const quiet, settleMax = 25 * time.Millisecond, 250 * time.Millisecond
+	// Quiet is counted from the call's return too: the handler of its
+	// last notifications may not have run yet at all.
+	const quiet, settleMax = 50 * time.Millisecond, time.Second
 	for start := time.Now(); time.Since(start) < settleMax; {
-		if time.Since(time.Unix(0, c.lastLine.Load())) >= quiet {
+		last := max(c.lastLine.Load(), start.UnixNano())
+		if time.Since(time.Unix(0, last)) >= quiet {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
