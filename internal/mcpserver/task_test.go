@@ -206,6 +206,9 @@ func TestTaskCancel(t *testing.T) {
 func TestTaskNotDeclared(t *testing.T) {
 	e := newTaskEnv(t)
 	c := connectRawTo(t, e.srv)
+	// No elicitation either: a run that reached its question within the
+	// call would be asked through inputRequests instead of returned.
+	c.Caps = nil
 	disc, we := c.Call("server/discover", map[string]any{}, false)
 	if we != nil || disc["capabilities"].(map[string]any)["extensions"].(map[string]any)[mcptasks.Extension] == nil {
 		t.Fatalf("server/discover does not advertise the extension: %v %v", disc, we)
