@@ -171,8 +171,10 @@ func TestServeStdioSurvivesHostileInput(t *testing.T) {
 	s.ping("a 100 MB line", 200)
 	after := peakRSS(t, cmd.Process.Pid)
 	t.Logf("peak RSS %d MB before the 100 MB line, %d MB after", before>>20, after>>20)
-	if after > 64<<20 {
-		t.Errorf("peak RSS %d MB after a 100 MB line: it was held", after>>20)
+	// Held, the line alone would add 100 MB; the binary's own size (the
+	// libraries it links) is not the question, so the growth is measured.
+	if after-before > 32<<20 {
+		t.Errorf("peak RSS %d MB after a 100 MB line, %d MB before: it was held", after>>20, before>>20)
 	}
 
 	// A call after it is still answered.
